@@ -1,0 +1,88 @@
+"""The error hierarchy: every problem with user input is an `NNEFError` that knows where it happened."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a problem is: a text position (1-based line and column) or a byte offset in a binary file."""
+
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    offset: int | None = None
+
+    def __str__(self) -> str:
+        parts = [self.file or "<input>"]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.column is not None:
+                parts.append(str(self.column))
+        text = ":".join(parts)
+        if self.offset is not None:
+            text += f" (byte {self.offset})"
+        return text
+
+
+class NNEFError(Exception):
+    """Root of every error raised for bad NNEF input (text, tensor files, quantization files, archives)."""
+
+    def __init__(self, message: str, location: Location | None = None, source_line: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.source_line = source_line
+
+    def with_source(self, text: str | None, file: str | None = None) -> "NNEFError":
+        """Attach the offending line of `text` (the contents of `file`) for compiler-style printing."""
+        loc = self.location
+        if loc is None:
+            return self
+        if loc.file is None and file is not None:
+            self.location = loc = replace(loc, file=file)
+        if text is not None and self.source_line is None and loc.line is not None and loc.file == file:
+            lines = text.splitlines()
+            if 0 < loc.line <= len(lines):
+                self.source_line = lines[loc.line - 1]
+        return self
+
+    def __str__(self) -> str:
+        head = f"{self.location}: error: {self.message}" if self.location else f"error: {self.message}"
+        if self.source_line is None or self.location is None or self.location.column is None:
+            return head
+        line = self.source_line.replace("\t", " ")
+        caret = " " * (self.location.column - 1) + "^"
+        return f"{head}\n    {line}\n    {caret}"
+
+
+class NNEFSyntaxError(NNEFError, ValueError):
+    """The text does not follow the NNEF grammar (lexical or syntactic error)."""
+
+
+class NNEFSemanticError(NNEFError, ValueError):
+    """The text parses but breaks a rule of spec chapter 3.3 (declarations, invocations, identifiers)."""
+
+
+class NNEFTypeError(NNEFSemanticError, TypeError):
+    """An expression's type does not match or cannot be cast to what is required."""
+
+
+class NNEFShapeError(NNEFError, ValueError):
+    """Argument validity or shape agreement of an operation fails (spec chapter 4)."""
+
+
+class NNEFTensorFileError(NNEFError, ValueError):
+    """A .dat tensor file is corrupt, truncated, or disagrees with the graph."""
+
+
+class NNEFQuantizationError(NNEFError, ValueError):
+    """A graph.quant file is malformed or names an unknown quantization op or tensor."""
+
+
+class NNEFContainerError(NNEFError, ValueError):
+    """A model folder or archive is missing files or holds unsafe members."""
+
+
+class NNEFUnsupportedError(NNEFError, NotImplementedError):
+    """Valid NNEF that this implementation cannot handle (e.g. custom ops without an implementation)."""

@@ -1,0 +1,437 @@
+"""NNEF text -> syntax tree (spec chapter 3.2 and appendix A), by recursive descent.
+
+Operator precedence, lowest first: `x if c else y` (right to left), `in`, `&&` `||`, comparisons, `+` `-`,
+`*` `/`, unary `+` `-` `!`, `^`, subscripts. Binary operators group left to right (also `^`, as the Khronos
+parser does). Unary operators follow ordinary mathematics: `-a + b` is `(-a) + b` (the Khronos parser reads it as
+`-(a + b)`), `-a ^ 2` is `-(a ^ 2)`, and `a ^ -2` is allowed. The printer parenthesizes every such case so that
+both readings agree on printed text.
+"""
+from __future__ import annotations
+
+from nnef_torch.errors import Location, NNEFSyntaxError
+from nnef_torch.format import ast
+from nnef_torch.format.lexer import TYPE_NAMES, Token, tokenize
+
+BUILTINS = ("shape_of", "length_of", "range_of") + TYPE_NAMES
+_BINARY_LEVELS = (("in",), ("&&", "||"), ("<", "<=", ">", ">=", "==", "!="), ("+", "-"), ("*", "/"))
+
+
+def parse_document(text: str, file: str | None = None) -> ast.Document:
+    """Parse a whole document: version, extensions, fragment definitions and the graph."""
+    return _Parser(text, file).document(require_graph=True)
+
+
+def parse_fragments(text: str, file: str | None = None) -> tuple[ast.Fragment, ...]:
+    """Parse a fragment library (such as the standard library): fragment definitions only."""
+    return _Parser(text, file).document(require_graph=False).fragments
+
+
+def parse_expression(text: str, file: str | None = None) -> ast.Expr:
+    """Parse one expression (used by graph.quant and tests)."""
+    parser = _Parser(text, file)
+    expr = parser.expression()
+    parser.expect("eof")
+    return expr
+
+
+def parse_quantization(text: str, file: str | None = None) -> tuple[ast.QuantEntry, ...]:
+    """Parse graph.quant (spec 5.3): lines of `"tensor": op(name = value, ...);`."""
+    parser = _Parser(text, file)
+    entries = []
+    while not parser.at("eof") and parser.tok.kind != "eof":
+        key = parser.expect("string")
+        parser.expect(":")
+        if parser.tok.kind != "identifier":
+            raise parser.error(f"expected a quantization operation, found {_describe(parser.tok)}")
+        invocation = parser.invocation()
+        parser.expect(";")
+        entries.append(ast.QuantEntry(key.value, invocation, parser.loc(key)))
+    return tuple(entries)
+
+
+class _Parser:
+    def __init__(self, text: str, file: str | None):
+        self.text, self.file = text, file
+        self.tokens = tokenize(text, file)
+        self.pos = 0
+
+    # -- token helpers --
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.pos]
+
+    def peek(self, ahead: int = 1) -> Token:
+        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+
+    def loc(self, token: Token | None = None) -> Location:
+        token = token or self.tok
+        return Location(self.file, token.line, token.column)
+
+    def error(self, message: str, token: Token | None = None) -> NNEFSyntaxError:
+        return NNEFSyntaxError(message, self.loc(token)).with_source(self.text, self.file)
+
+    def at(self, text: str) -> bool:
+        return self.tok.kind in ("punct", "keyword") and self.tok.text == text
+
+    def accept(self, text: str) -> bool:
+        if self.at(text):
+            self.pos += 1
+            return True
+        return False
+
+    def expect(self, what: str) -> Token:
+        """Consume a token: punctuation/keyword text, or the kinds 'identifier', 'string', 'eof'."""
+        token = self.tok
+        if what in ("identifier", "string", "eof", "integer", "scalar"):
+            ok = token.kind == what
+        else:
+            ok = token.kind in ("punct", "keyword") and token.text == what
+        if not ok:
+            raise self.error(f"expected {_describe_expected(what)}, found {_describe(token)}")
+        self.pos += 1
+        return token
+
+    # -- document --
+    def document(self, require_graph: bool) -> ast.Document:
+        start = self.tok
+        version = ""
+        if require_graph or self.at("version"):
+            self.expect("version")
+            number = self.tok
+            if number.kind != "scalar" or "e" in number.text.lower() or number.text.endswith("."):
+                raise self.error(f"expected a version number such as 1.0, found {_describe(number)}")
+            self.pos += 1
+            version = number.text
+            self.expect(";")
+        extensions: list[str] = []
+        while self.accept("extension"):
+            extensions.append(self.expect("identifier").text)
+            while not self.at(";"):
+                self.accept(",")
+                extensions.append(self.expect("identifier").text)
+            self.expect(";")
+        fragments = []
+        while self.at("fragment"):
+            fragments.append(self.fragment())
+        graph = None
+        if require_graph or self.at("graph"):
+            if not self.at("graph"):
+                raise self.error(f"expected 'fragment' or 'graph', found {_describe(self.tok)}")
+            graph = self.graph()
+        self.expect("eof")
+        return ast.Document(version, tuple(extensions), tuple(fragments), graph, self.loc(start))
+
+    def graph(self) -> ast.GraphDef:
+        start = self.expect("graph")
+        name = self.expect("identifier").text
+        params = self.identifier_list()
+        self.expect("->")
+        results = self.identifier_list()
+        return ast.GraphDef(name, params, results, self.body(), self.loc(start))
+
+    def identifier_list(self) -> tuple[str, ...]:
+        self.expect("(")
+        names = [self.expect("identifier").text]
+        while self.accept(","):
+            names.append(self.expect("identifier").text)
+        self.expect(")")
+        return tuple(names)
+
+    def body(self) -> tuple[ast.Assignment, ...]:
+        self.expect("{")
+        assignments = []
+        while not self.at("}"):
+            start = self.tok
+            lhs = self.lvalue(top=True)
+            self.expect("=")
+            rhs = self.expression(allow_tuple=True)
+            self.expect(";")
+            assignments.append(ast.Assignment(lhs, rhs, self.loc(start)))
+        if not assignments:
+            raise self.error("a body must hold at least one assignment")
+        self.expect("}")
+        return tuple(assignments)
+
+    def lvalue(self, top: bool = False) -> ast.Expr:
+        start = self.tok
+        if self.accept("["):
+            items = []
+            if not self.at("]"):
+                items.append(self.lvalue())
+                while self.accept(","):
+                    items.append(self.lvalue())
+            self.expect("]")
+            expr = ast.ArrayExpr(tuple(items), self.loc(start))
+        elif self.accept("("):
+            items = [self.lvalue()]
+            while self.accept(","):
+                items.append(self.lvalue())
+            self.expect(")")
+            expr = items[0] if len(items) == 1 else ast.TupleExpr(tuple(items), self.loc(start))
+        else:
+            token = self.tok
+            if token.kind != "identifier":
+                raise self.error(f"expected an identifier, array or tuple on the left-hand side, found "
+                                 f"{_describe(token)}")
+            self.pos += 1
+            expr = ast.Identifier(token.text, self.loc(token))
+        if top and self.at(","):
+            items = [expr]
+            while self.accept(","):
+                items.append(self.lvalue())
+            expr = ast.TupleExpr(tuple(items), self.loc(start))
+        return expr
+
+    # -- fragments --
+    def fragment(self) -> ast.Fragment:
+        start = self.expect("fragment")
+        name = self.expect("identifier").text
+        generic, generic_default = False, None
+        if self.accept("<"):
+            self.expect("?")
+            generic = True
+            if self.accept("="):
+                generic_default = self.type_name(allow_generic=False)
+            self.expect(">")
+        self.expect("(")
+        params = [self.param()]
+        while self.accept(","):
+            params.append(self.param())
+        self.expect(")")
+        self.expect("->")
+        self.expect("(")
+        results = [self.result()]
+        while self.accept(","):
+            results.append(self.result())
+        self.expect(")")
+        body = None if self.accept(";") else self.body()
+        return ast.Fragment(name, generic, generic_default, tuple(params), tuple(results), body, self.loc(start))
+
+    def param(self) -> ast.Param:
+        token = self.expect("identifier")
+        self.expect(":")
+        type_ = self.type_spec()
+        default = self.literal_expr() if self.accept("=") else None
+        return ast.Param(token.text, type_, default, self.loc(token))
+
+    def result(self) -> ast.Result:
+        token = self.expect("identifier")
+        self.expect(":")
+        return ast.Result(token.text, self.type_spec(), self.loc(token))
+
+    def type_name(self, allow_generic: bool = True) -> ast.PrimitiveType:
+        token = self.tok
+        if token.kind == "keyword" and token.text in TYPE_NAMES or allow_generic and token.is_("punct", "?"):
+            self.pos += 1
+            return ast.PrimitiveType(token.text)
+        raise self.error(f"expected a type name (integer, scalar, logical, string{', ?' if allow_generic else ''}), "
+                         f"found {_describe(token)}")
+
+    def type_spec(self) -> ast.Type:
+        if self.accept("tensor"):
+            self.expect("<")
+            item = None if self.at(">") else self.type_name()
+            self.expect(">")
+            type_: ast.Type = ast.TensorType(item)
+        elif self.accept("("):
+            items = [self.type_spec()]
+            while self.accept(","):
+                items.append(self.type_spec())
+            self.expect(")")
+            if len(items) < 2:
+                raise self.error("a tuple type needs at least two item types")
+            type_ = ast.TupleType(tuple(items))
+        else:
+            type_ = self.type_name()
+        while self.at("[") and self.peek().is_("punct", "]"):
+            self.pos += 2
+            type_ = ast.ArrayType(type_)
+        return type_
+
+    def literal_expr(self) -> ast.Expr:
+        """A default value: literals, arrays and tuples of them (a leading minus is part of a number)."""
+        start = self.tok
+        if self.accept("["):
+            items = []
+            if not self.at("]"):
+                items.append(self.literal_expr())
+                while self.accept(","):
+                    items.append(self.literal_expr())
+            self.expect("]")
+            return ast.ArrayExpr(tuple(items), self.loc(start))
+        if self.accept("("):
+            items = [self.literal_expr()]
+            while self.accept(","):
+                items.append(self.literal_expr())
+            self.expect(")")
+            return items[0] if len(items) == 1 else ast.TupleExpr(tuple(items), self.loc(start))
+        negative = self.accept("-")
+        token = self.tok
+        if token.kind in ("integer", "scalar") or not negative and token.kind in ("string", "logical"):
+            self.pos += 1
+            value = -token.value if negative else token.value
+            return ast.Literal(value, token.kind, self.loc(start))
+        raise self.error(f"expected a literal default value, found {_describe(token)}")
+
+    # -- expressions --
+    def expression(self, allow_tuple: bool = False) -> ast.Expr:
+        start = self.tok
+        expr = self.if_else()
+        if allow_tuple and self.at(","):
+            items = [expr]
+            while self.accept(","):
+                items.append(self.if_else())
+            expr = ast.TupleExpr(tuple(items), self.loc(start))
+        return expr
+
+    def if_else(self) -> ast.Expr:
+        expr = self.binary(0)
+        if self.at("if"):
+            token = self.expect("if")
+            condition = self.binary(0)
+            self.expect("else")
+            return ast.IfElseExpr(condition, expr, self.if_else(), self.loc(token))
+        return expr
+
+    def binary(self, level: int) -> ast.Expr:
+        if level == len(_BINARY_LEVELS):
+            return self.unary()
+        left = self.binary(level + 1)
+        while self.tok.kind in ("punct", "keyword") and self.tok.text in _BINARY_LEVELS[level]:
+            token = self.tok
+            self.pos += 1
+            right = self.binary(level + 1)
+            left = ast.BinaryExpr(token.text, left, right, self.loc(token))
+        return left
+
+    def unary(self) -> ast.Expr:
+        token = self.tok
+        if token.kind == "punct" and token.text in ("-", "+", "!"):
+            self.pos += 1
+            return ast.UnaryExpr(token.text, self.unary(), self.loc(token))
+        return self.power()
+
+    def power(self) -> ast.Expr:
+        left = self.postfix()
+        while self.at("^"):
+            token = self.expect("^")
+            right = self.power_operand()
+            left = ast.BinaryExpr("^", left, right, self.loc(token))
+        return left
+
+    def power_operand(self) -> ast.Expr:
+        token = self.tok
+        if token.kind == "punct" and token.text in ("-", "+", "!"):
+            self.pos += 1
+            return ast.UnaryExpr(token.text, self.power_operand(), self.loc(token))
+        return self.postfix()
+
+    def postfix(self) -> ast.Expr:
+        expr = self.primary()
+        while self.at("["):
+            token = self.expect("[")
+            start = None if self.at(":") else self.expression()
+            if self.accept(":"):
+                end = None if self.at("]") else self.expression()
+                expr = ast.RangeExpr(expr, start, end, self.loc(token))
+            else:
+                expr = ast.IndexExpr(expr, start, self.loc(token))
+            self.expect("]")
+        return expr
+
+    def primary(self) -> ast.Expr:
+        token = self.tok
+        loc = self.loc(token)
+        if token.kind in ("integer", "scalar", "string", "logical"):
+            self.pos += 1
+            return ast.Literal(token.value, token.kind, loc)
+        if token.kind == "identifier":
+            if self.peek().is_("punct", "(") or self._generic_call_ahead():
+                return self.invocation()
+            self.pos += 1
+            return ast.Identifier(token.text, loc)
+        if token.kind == "keyword" and token.text in BUILTINS:
+            self.pos += 1
+            self.expect("(")
+            arg = self.expression()
+            self.expect(")")
+            return ast.BuiltinExpr(token.text, arg, loc)
+        if self.accept("("):
+            items = [self.expression()]
+            while self.accept(","):
+                items.append(self.expression())
+            self.expect(")")
+            return items[0] if len(items) == 1 else ast.TupleExpr(tuple(items), loc)
+        if self.accept("["):
+            if self.at("for"):
+                return self.comprehension(loc)
+            items = []
+            if not self.at("]"):
+                items.append(self.expression())
+                while self.accept(","):
+                    items.append(self.expression())
+            self.expect("]")
+            return ast.ArrayExpr(tuple(items), loc)
+        raise self.error(f"expected an expression, found {_describe(token)}")
+
+    def _generic_call_ahead(self) -> bool:
+        type_token = self.peek(2)
+        return (self.peek().is_("punct", "<") and self.peek(3).is_("punct", ">")
+                and self.peek(4).is_("punct", "(")
+                and (type_token.is_("punct", "?") or type_token.kind == "keyword" and type_token.text in TYPE_NAMES))
+
+    def invocation(self) -> ast.Invocation:
+        token = self.expect("identifier")
+        generic = None
+        if self.accept("<"):
+            generic = self.type_name()
+            self.expect(">")
+        self.expect("(")
+        args: list[ast.Argument] = []
+        named = False
+        if not self.at(")"):
+            while True:
+                arg_token = self.tok
+                if arg_token.kind == "identifier" and self.peek().is_("punct", "="):
+                    self.pos += 2
+                    args.append(ast.Argument(arg_token.text, self.expression(), self.loc(arg_token)))
+                    named = True
+                else:
+                    value = self.expression()
+                    if named:
+                        raise self.error("positional arguments must precede named arguments", arg_token)
+                    args.append(ast.Argument(None, value, self.loc(arg_token)))
+                if not self.accept(","):
+                    break
+        self.expect(")")
+        return ast.Invocation(token.text, generic, tuple(args), self.loc(token))
+
+    def comprehension(self, loc: Location) -> ast.Comprehension:
+        self.expect("for")
+        iterators = []
+        while True:
+            name = self.expect("identifier").text
+            self.expect("in")
+            iterators.append((name, self.binary(1)))  # above 'in', which here separates name and array
+            if not self.accept(","):
+                break
+        condition = None
+        if self.accept("if"):
+            condition = self.expression()
+        self.expect("yield")
+        body = self.expression()
+        self.expect("]")
+        return ast.Comprehension(tuple(iterators), condition, body, loc)
+
+
+def _describe(token: Token) -> str:
+    if token.kind == "eof":
+        return "end of input"
+    if token.kind == "string":
+        return f"string '{token.text}'"
+    return f"'{token.text}'"
+
+
+def _describe_expected(what: str) -> str:
+    return {"identifier": "an identifier", "string": "a string", "eof": "end of input",
+            "integer": "an integer", "scalar": "a number"}.get(what, f"'{what}'")

@@ -1,0 +1,139 @@
+"""Syntax tree -> canonical NNEF text, as pure functions; `parse(print(doc)) == doc` for every document.
+
+Parentheses are added wherever precedence needs them, and also around a unary expression that is the left operand
+of a binary operator (`(-a) + b`), because parsers disagree on how tightly unary minus binds.
+"""
+from __future__ import annotations
+
+import math
+
+from nnef_torch.format import ast
+
+_INDENT = "    "
+_PRECEDENCE = {"in": 1, "&&": 2, "||": 2, "<": 3, "<=": 3, ">": 3, ">=": 3, "==": 3, "!=": 3,
+               "+": 4, "-": 4, "*": 5, "/": 5}
+_IF_ELSE, _UNARY, _POWER, _POSTFIX = 0, 6, 7, 8
+
+
+def print_document(doc: ast.Document) -> str:
+    parts = []
+    if doc.version:
+        parts.append(f"version {doc.version};\n")
+    if doc.extensions:
+        parts.append("".join(f"extension {name};\n" for name in doc.extensions))
+    parts.extend(print_fragment(fragment) for fragment in doc.fragments)
+    if doc.graph is not None:
+        parts.append(print_graph(doc.graph))
+    return "\n".join(parts)
+
+
+def print_fragment(fragment: ast.Fragment) -> str:
+    generic = ""
+    if fragment.generic:
+        generic = f"<? = {fragment.generic_default}>" if fragment.generic_default else "<?>"
+    params = ", ".join(print_param(param) for param in fragment.params)
+    results = ", ".join(f"{result.name}: {result.type}" for result in fragment.results)
+    head = f"fragment {fragment.name}{generic}( {params} ) -> ( {results} )"
+    if fragment.body is None:
+        return head + ";\n"
+    return head + "\n" + print_body(fragment.body)
+
+
+def print_param(param: ast.Param) -> str:
+    text = f"{param.name}: {param.type}"
+    return text + f" = {print_expr(param.default)}" if param.default is not None else text
+
+
+def print_graph(graph: ast.GraphDef) -> str:
+    return (f"graph {graph.name}( {', '.join(graph.params)} ) -> ( {', '.join(graph.results)} )\n"
+            + print_body(graph.body))
+
+
+def print_body(body: tuple[ast.Assignment, ...]) -> str:
+    lines = "".join(f"{_INDENT}{print_assignment(assignment)}\n" for assignment in body)
+    return "{\n" + lines + "}\n"
+
+
+def print_assignment(assignment: ast.Assignment) -> str:
+    lhs, rhs = assignment.lhs, assignment.rhs
+    left = ", ".join(print_expr(item) for item in lhs.items) if isinstance(lhs, ast.TupleExpr) else print_expr(lhs)
+    right = ", ".join(print_expr(item) for item in rhs.items) if isinstance(rhs, ast.TupleExpr) else print_expr(rhs)
+    return f"{left} = {right};"
+
+
+def print_literal(value: object) -> str:
+    """A Python value as an NNEF literal (bool, int, float, str, and lists/tuples of those)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _print_scalar(value)
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, list):
+        return "[" + ", ".join(print_literal(item) for item in value) + "]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(print_literal(item) for item in value) + ")"
+    raise TypeError(f"cannot print {type(value).__name__} as an NNEF literal")
+
+
+def _print_scalar(value: float) -> str:
+    if not math.isfinite(value):
+        raise ValueError(f"NNEF has no literal for {value}")
+    text = repr(float(value))
+    mantissa, _, exponent = text.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return f"{mantissa}e{exponent}" if exponent else mantissa
+
+
+def print_expr(expr: ast.Expr, context: int = 0) -> str:
+    """Print `expr`; `context` is the precedence its position requires (parentheses added below it)."""
+    if isinstance(expr, ast.Literal):
+        text = print_literal(expr.value)
+        return f"({text})" if text.startswith("-") and context > 0 else text
+    if isinstance(expr, ast.Identifier):
+        return expr.name
+    if isinstance(expr, ast.ArrayExpr):
+        return "[" + ", ".join(print_expr(item) for item in expr.items) + "]"
+    if isinstance(expr, ast.TupleExpr):
+        return "(" + ", ".join(print_expr(item) for item in expr.items) + ")"
+    if isinstance(expr, ast.UnaryExpr):
+        return _wrap(expr.op + print_expr(expr.operand, _UNARY), _UNARY, context)
+    if isinstance(expr, ast.BinaryExpr):
+        if expr.op == "^":
+            # left-grouping: the right operand may be a unary expression but never another '^'
+            right = expr.right
+            right_text = (expr.right.op + print_expr(right.operand, _UNARY) if isinstance(right, ast.UnaryExpr)
+                          else print_expr(right, _POSTFIX))
+            return _wrap(f"{print_expr(expr.left, _POSTFIX)} ^ {right_text}", _POWER, context)
+        level = _PRECEDENCE[expr.op]
+        left = print_expr(expr.left, _POSTFIX if isinstance(expr.left, ast.UnaryExpr) else level)
+        right = print_expr(expr.right, level + 1)
+        return _wrap(f"{left} {expr.op} {right}", level, context)
+    if isinstance(expr, ast.IfElseExpr):
+        text = f"{print_expr(expr.then, 1)} if {print_expr(expr.condition, 1)} else {print_expr(expr.otherwise)}"
+        return _wrap(text, _IF_ELSE, context)
+    if isinstance(expr, ast.Comprehension):
+        iterators = ", ".join(f"{name} in {print_expr(array, 2)}" for name, array in expr.iterators)
+        condition = f" if {print_expr(expr.condition, 1)}" if expr.condition is not None else ""
+        return f"[for {iterators}{condition} yield {print_expr(expr.body)}]"
+    if isinstance(expr, ast.IndexExpr):
+        return f"{print_expr(expr.value, _POSTFIX)}[{print_expr(expr.index)}]"
+    if isinstance(expr, ast.RangeExpr):
+        start = print_expr(expr.start) if expr.start is not None else ""
+        end = print_expr(expr.end) if expr.end is not None else ""
+        return f"{print_expr(expr.value, _POSTFIX)}[{start}:{end}]"
+    if isinstance(expr, ast.BuiltinExpr):
+        return f"{expr.name}({print_expr(expr.arg)})"
+    if isinstance(expr, ast.Invocation):
+        generic = f"<{expr.generic}>" if expr.generic is not None else ""
+        args = ", ".join(print_expr(arg.value) if arg.name is None else f"{arg.name} = {print_expr(arg.value)}"
+                         for arg in expr.args)
+        return f"{expr.name}{generic}({args})"
+    raise TypeError(f"not an NNEF expression: {expr!r}")
+
+
+def _wrap(text: str, precedence: int, context: int) -> str:
+    return f"({text})" if precedence < context else text

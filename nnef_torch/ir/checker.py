@@ -1,0 +1,459 @@
+"""Static semantic checks of spec 3.3: declarations, invocations, identifier usage and expression types.
+
+Runs over the syntax tree before anything is evaluated, so that a fragment with an error is rejected even if the
+graph never invokes it.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from nnef_torch.errors import Location, NNEFSemanticError, NNEFTypeError
+from nnef_torch.format import ast
+from nnef_torch.ir import types as T
+
+FRAGMENT_EXTENSION = "KHR_enable_fragment_definitions"
+OPERATOR_EXTENSION = "KHR_enable_operator_expressions"
+GRAPH_ONLY_OPS = ("external", "variable", "update")
+UNARY_FRAGMENTS = {"-": "neg", "+": "copy", "!": "not"}
+BINARY_FRAGMENTS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "^": "pow", "<": "lt", "<=": "le", ">": "gt",
+                    ">=": "ge", "==": "eq", "!=": "ne", "&&": "and", "||": "or"}
+_ARITHMETIC, _ORDERING, _EQUALITY, _LOGIC = ("+", "-", "*", "/", "^"), ("<", "<=", ">", ">="), ("==", "!="), ("&&", "||")
+
+
+def semantic_error(message: str, loc: Location | None) -> NNEFSemanticError:
+    return NNEFSemanticError(message, loc)
+
+
+def type_error(message: str, loc: Location | None) -> NNEFTypeError:
+    return NNEFTypeError(message, loc)
+
+
+def check_document(doc: ast.Document, fragments: Mapping[str, ast.Fragment]) -> None:
+    """Check `doc` against the declarations in `fragments` (standard library and the document's own)."""
+    if doc.version.split(".")[0] != "1":
+        raise semantic_error(f"unsupported NNEF version {doc.version}; this reader supports 1.x", doc.loc)
+    if doc.fragments and FRAGMENT_EXTENSION not in doc.extensions:
+        raise semantic_error(f"fragment definitions need 'extension {FRAGMENT_EXTENSION};'", doc.fragments[0].loc)
+    for fragment in doc.fragments:
+        check_declaration(fragment)
+    for fragment in doc.fragments:
+        if fragment.body is not None:
+            _BodyChecker(fragments, fragment).check_fragment()
+    if doc.graph is not None:
+        _BodyChecker(fragments, None, OPERATOR_EXTENSION in doc.extensions).check_graph(doc.graph)
+
+
+def check_library(fragments: Iterable[ast.Fragment], table: Mapping[str, ast.Fragment]) -> None:
+    for fragment in fragments:
+        check_declaration(fragment)
+        if fragment.body is not None:
+            _BodyChecker(table, fragment).check_fragment()
+
+
+def check_declaration(fragment: ast.Fragment) -> None:
+    seen: set[str] = set()
+    attributes_started = False
+    generic_used = False
+    for param in fragment.params:
+        if param.name in seen:
+            raise semantic_error(f"fragment '{fragment.name}' declares '{param.name}' twice", param.loc)
+        seen.add(param.name)
+        _check_tuple_types(param.type, param.loc)
+        generic_used |= T.is_generic(param.type)
+        if T.is_attribute(param.type):
+            attributes_started = True
+        elif attributes_started:
+            raise semantic_error(f"tensor parameter '{param.name}' of '{fragment.name}' must precede attributes",
+                                 param.loc)
+        if param.default is not None:
+            default_type = literal_type(param.default)
+            if not T.can_cast(default_type, param.type):
+                raise type_error(f"default value of '{param.name}' has type {default_type}, expected {param.type}",
+                                 param.default.loc)
+    for result in fragment.results:
+        if result.name in seen:
+            raise semantic_error(f"fragment '{fragment.name}' declares '{result.name}' twice", result.loc)
+        seen.add(result.name)
+        _check_tuple_types(result.type, result.loc)
+        generic_used |= T.is_generic(result.type)
+        if not _all_tensor(result.type):
+            raise type_error(f"result '{result.name}' of '{fragment.name}' must be a tensor type, not {result.type}",
+                             result.loc)
+        if _has_unbound(result.type):
+            raise type_error(f"result '{result.name}' of '{fragment.name}' cannot be the unbound tensor<>",
+                             result.loc)
+    if generic_used and not fragment.generic:
+        raise semantic_error(f"fragment '{fragment.name}' uses '?' and must be declared generic with <?>",
+                             fragment.loc)
+    if fragment.generic and not generic_used:
+        raise semantic_error(f"fragment '{fragment.name}' is declared generic but no parameter or result uses '?'",
+                             fragment.loc)
+
+
+def _all_tensor(type_: ast.Type) -> bool:
+    if isinstance(type_, ast.ArrayType):
+        return _all_tensor(type_.item)
+    if isinstance(type_, ast.TupleType):
+        return all(_all_tensor(item) for item in type_.items)
+    return isinstance(type_, ast.TensorType)
+
+
+def _has_unbound(type_: ast.Type) -> bool:
+    if isinstance(type_, ast.TensorType):
+        return type_.item is None
+    if isinstance(type_, ast.ArrayType):
+        return _has_unbound(type_.item)
+    if isinstance(type_, ast.TupleType):
+        return any(_has_unbound(item) for item in type_.items)
+    return False
+
+
+def _check_tuple_types(type_: ast.Type, loc: Location) -> None:
+    if isinstance(type_, ast.ArrayType):
+        _check_tuple_types(type_.item, loc)
+    elif isinstance(type_, ast.TupleType):
+        kinds = {T.contains_tensor(item) for item in type_.items}
+        if len(kinds) > 1:
+            raise type_error(f"tuple type {type_} mixes tensor and non-tensor items", loc)
+        for item in type_.items:
+            _check_tuple_types(item, loc)
+
+
+def literal_type(expr: ast.Expr) -> T.AnyType:
+    """Type of a default-value literal expression."""
+    if isinstance(expr, ast.Literal):
+        return ast.PrimitiveType(expr.kind)
+    if isinstance(expr, ast.ArrayExpr):
+        return _array_type([literal_type(item) for item in expr.items], expr.loc)
+    if isinstance(expr, ast.TupleExpr):
+        return ast.TupleType(tuple(literal_type(item) for item in expr.items))
+    raise semantic_error("default values must be literals", expr.loc)
+
+
+def _array_type(items: list[T.AnyType], loc: Location) -> T.AnyType:
+    if not items:
+        return T.EMPTY_ARRAY
+    common = items[0]
+    for item in items[1:]:
+        joined = T.common_type(common, item)
+        if joined is None:
+            raise type_error(f"array items have no common type: {common} and {item}", loc)
+        common = joined
+    return ast.ArrayType(common)
+
+
+class _BodyChecker:
+    """Types the assignments of one fragment body or of the graph body."""
+
+    def __init__(self, fragments: Mapping[str, ast.Fragment], fragment: ast.Fragment | None,
+                 operators: bool = True):
+        self.fragments, self.fragment, self.operators = fragments, fragment, operators
+        self.scope: dict[str, T.AnyType] = {}
+        self.generic = fragment.generic if fragment is not None else False
+
+    # -- bodies --
+    def check_fragment(self) -> None:
+        fragment = self.fragment
+        params = {param.name for param in fragment.params}
+        results = {result.name: result.type for result in fragment.results}
+        self.scope.update({param.name: param.type for param in fragment.params})
+        assigned: set[str] = set()
+        for assignment in fragment.body:
+            value_type = self.type_of(assignment.rhs, top=True)
+            for name, loc, bound in self._bind(assignment.lhs, value_type, assignment.rhs):
+                if name in params:
+                    raise semantic_error(f"parameter '{name}' of '{fragment.name}' cannot be assigned", loc)
+                if name in assigned:
+                    raise semantic_error(f"'{name}' is assigned more than once", loc)
+                if name in results:
+                    if not T.can_cast(bound, results[name]):
+                        raise type_error(f"result '{name}' is declared {results[name]} but assigned {bound}", loc)
+                    bound = results[name]
+                assigned.add(name)
+                self.scope[name] = bound
+        for name in results:
+            if name not in assigned:
+                raise semantic_error(f"result '{name}' of fragment '{fragment.name}' is never assigned",
+                                     fragment.loc)
+
+    def check_graph(self, graph: ast.GraphDef) -> None:
+        externals: set[str] = set()
+        if len(set(graph.params)) != len(graph.params):
+            raise semantic_error("graph parameters must be distinct", graph.loc)
+        for assignment in graph.body:
+            if not self.operators:
+                self._check_flat(assignment)
+            value_type = self.type_of(assignment.rhs, top=True)
+            rhs = assignment.rhs
+            is_external = isinstance(rhs, ast.Invocation) and rhs.name == "external"
+            for name, loc, bound in self._bind(assignment.lhs, value_type, rhs):
+                if name in self.scope:
+                    raise semantic_error(f"'{name}' is assigned more than once", loc)
+                if not isinstance(bound, ast.TensorType):
+                    raise type_error(f"identifiers in the graph body must be tensors; '{name}' has type {bound}", loc)
+                if is_external:
+                    if name not in graph.params:
+                        raise semantic_error(f"'{name}' is defined by external but is not a graph parameter", loc)
+                    externals.add(name)
+                elif name in graph.params:
+                    raise semantic_error(f"graph parameter '{name}' must be defined by external", loc)
+                self.scope[name] = bound
+        for name in graph.params:
+            if name not in externals:
+                raise semantic_error(f"graph parameter '{name}' is never defined by external", graph.loc)
+        for name in graph.results:
+            if name not in self.scope:
+                raise semantic_error(f"graph result '{name}' is never assigned", graph.loc)
+
+    def _check_flat(self, assignment: ast.Assignment) -> None:
+        rhs = assignment.rhs
+        if not isinstance(rhs, ast.Invocation) or not all(_is_flat(arg.value) for arg in rhs.args):
+            raise semantic_error(f"operator expressions need 'extension {OPERATOR_EXTENSION};' "
+                                 "(the flat syntax allows one invocation of literals and identifiers)",
+                                 rhs.loc)
+
+    def _bind(self, lhs: ast.Expr, value_type: T.AnyType, rhs: ast.Expr):
+        """Yield (name, location, type) for each identifier of the left-hand side."""
+        if isinstance(lhs, ast.Identifier):
+            if isinstance(value_type, ast.TupleType) and isinstance(rhs, ast.Invocation):
+                raise semantic_error(f"'{rhs.name}' has {len(value_type.items)} results; unpack them into a tuple",
+                                     lhs.loc)
+            yield lhs.name, lhs.loc, value_type
+        elif isinstance(lhs, ast.TupleExpr):
+            if not isinstance(value_type, ast.TupleType) or len(value_type.items) != len(lhs.items):
+                raise type_error(f"cannot unpack {value_type} into a tuple of {len(lhs.items)}", lhs.loc)
+            for item, item_type in zip(lhs.items, value_type.items):
+                yield from self._bind(item, item_type, rhs)
+        elif isinstance(lhs, ast.ArrayExpr):
+            if isinstance(value_type, T.EmptyArrayType) and not lhs.items:
+                return
+            if not isinstance(value_type, ast.ArrayType):
+                raise type_error(f"cannot unpack {value_type} into an array", lhs.loc)
+            for item in lhs.items:
+                yield from self._bind(item, value_type.item, rhs)
+        else:
+            raise semantic_error("the left-hand side must be identifiers, arrays or tuples of them", lhs.loc)
+
+    # -- expressions --
+    def type_of(self, expr: ast.Expr, top: bool = False) -> T.AnyType:
+        method = getattr(self, "_" + type(expr).__name__)
+        return method(expr, top) if isinstance(expr, ast.Invocation) else method(expr)
+
+    def _Literal(self, expr: ast.Literal) -> T.AnyType:
+        return ast.PrimitiveType(expr.kind)
+
+    def _Identifier(self, expr: ast.Identifier) -> T.AnyType:
+        if expr.name not in self.scope:
+            raise semantic_error(f"'{expr.name}' is used before it is assigned", expr.loc)
+        return self.scope[expr.name]
+
+    def _ArrayExpr(self, expr: ast.ArrayExpr) -> T.AnyType:
+        return _array_type([self.type_of(item) for item in expr.items], expr.loc)
+
+    def _TupleExpr(self, expr: ast.TupleExpr) -> T.AnyType:
+        return ast.TupleType(tuple(self.type_of(item) for item in expr.items))
+
+    def _UnaryExpr(self, expr: ast.UnaryExpr) -> T.AnyType:
+        operand = self.type_of(expr.operand)
+        if isinstance(operand, ast.TensorType):
+            return self.check_call(UNARY_FRAGMENTS[expr.op], [(None, operand, expr.operand.loc)], None, expr.loc)
+        allowed = ("logical",) if expr.op == "!" else ("integer", "scalar")
+        if isinstance(operand, ast.PrimitiveType) and operand.name in allowed:
+            return operand
+        raise type_error(f"unary '{expr.op}' cannot be applied to {operand}", expr.loc)
+
+    def _BinaryExpr(self, expr: ast.BinaryExpr) -> T.AnyType:
+        left, right = self.type_of(expr.left), self.type_of(expr.right)
+        op = expr.op
+        if op != "in" and (isinstance(left, ast.TensorType) or isinstance(right, ast.TensorType)):
+            args = [(None, left, expr.left.loc), (None, right, expr.right.loc)]
+            return self.check_call(BINARY_FRAGMENTS[op], args, None, expr.loc)
+        result = _binary_result(op, left, right)
+        if result is None:
+            raise type_error(f"operator '{op}' cannot be applied to {left} and {right}", expr.loc)
+        return result
+
+    def _IfElseExpr(self, expr: ast.IfElseExpr) -> T.AnyType:
+        condition = self.type_of(expr.condition)
+        if condition != T.LOGICAL:
+            raise type_error(f"the condition of 'if' must be logical, not {condition}", expr.condition.loc)
+        then, otherwise = self.type_of(expr.then), self.type_of(expr.otherwise)
+        common = T.common_type(then, otherwise)
+        if common is None:
+            raise type_error(f"the branches of 'if' have no common type: {then} and {otherwise}", expr.loc)
+        return common
+
+    def _Comprehension(self, expr: ast.Comprehension) -> T.AnyType:
+        saved = dict(self.scope)
+        try:
+            for name, array in expr.iterators:
+                array_type = self.type_of(array)
+                if isinstance(array_type, T.EmptyArrayType):
+                    item_type: T.AnyType = T.EMPTY_ARRAY
+                elif isinstance(array_type, ast.ArrayType):
+                    item_type = array_type.item
+                else:
+                    raise type_error(f"a comprehension iterates arrays, not {array_type}", array.loc)
+                self.scope[name] = item_type
+            if expr.condition is not None and self.type_of(expr.condition) != T.LOGICAL:
+                raise type_error("the condition of a comprehension must be logical", expr.condition.loc)
+            return ast.ArrayType(self.type_of(expr.body))
+        finally:
+            self.scope = saved
+
+    def _IndexExpr(self, expr: ast.IndexExpr) -> T.AnyType:
+        value = self.type_of(expr.value)
+        if isinstance(value, ast.TupleType):
+            index = expr.index
+            if not (isinstance(index, ast.Literal) and index.kind == "integer"):
+                raise type_error("tuples can only be indexed by integer literals", index.loc)
+            if not 0 <= index.value < len(value.items):
+                raise semantic_error(f"tuple index {index.value} is out of range for {value}", index.loc)
+            return value.items[index.value]
+        if self.type_of(expr.index) != T.INTEGER:
+            raise type_error("an array index must be an integer", expr.index.loc)
+        if isinstance(value, ast.ArrayType):
+            return value.item
+        if value == T.STRING:
+            return T.STRING
+        raise type_error(f"cannot index a value of type {value}", expr.loc)
+
+    def _RangeExpr(self, expr: ast.RangeExpr) -> T.AnyType:
+        value = self.type_of(expr.value)
+        for bound in (expr.start, expr.end):
+            if bound is not None and self.type_of(bound) != T.INTEGER:
+                raise type_error("range bounds must be integers", bound.loc)
+        if isinstance(value, (ast.ArrayType, T.EmptyArrayType)) or value == T.STRING:
+            return value
+        raise type_error(f"cannot take a range of a value of type {value}", expr.loc)
+
+    def _BuiltinExpr(self, expr: ast.BuiltinExpr) -> T.AnyType:
+        arg = self.type_of(expr.arg)
+        name = expr.name
+        if name == "shape_of":
+            if isinstance(arg, ast.TensorType) or isinstance(arg, ast.PrimitiveType):
+                return ast.ArrayType(T.INTEGER)
+        elif name in ("length_of", "range_of"):
+            if isinstance(arg, (ast.ArrayType, T.EmptyArrayType)) or arg == T.STRING:
+                return T.INTEGER if name == "length_of" else ast.ArrayType(T.INTEGER)
+        elif isinstance(arg, ast.PrimitiveType):
+            return ast.PrimitiveType(name)
+        raise type_error(f"'{name}' cannot be applied to {arg}", expr.loc)
+
+    def _Invocation(self, expr: ast.Invocation, top: bool = False) -> T.AnyType:
+        if self.fragment is not None and expr.name in GRAPH_ONLY_OPS:
+            raise semantic_error(f"'{expr.name}' may only be used in the graph body, not in a fragment", expr.loc)
+        args = [(arg.name, self.type_of(arg.value), arg.loc) for arg in expr.args]
+        result = self.check_call(expr.name, args, expr.generic, expr.loc)
+        if not top and isinstance(result, ast.TupleType):
+            raise semantic_error(f"'{expr.name}' has several results and cannot be used inside an expression",
+                                 expr.loc)
+        return result
+
+    def check_call(self, name: str, args, generic: ast.PrimitiveType | None, loc: Location) -> T.AnyType:
+        fragment = self.fragments.get(name)
+        if fragment is None:
+            raise semantic_error(f"undefined operation '{name}'", loc)
+        bound = bind_arguments(fragment, args, loc)
+        value = resolve_generic(fragment, bound, generic, loc, self.generic)
+        for param in fragment.params:
+            if param.name in bound:
+                arg_type, arg_loc = bound[param.name]
+                expected = T.substitute(param.type, value)
+                if not T.can_cast(arg_type, expected):
+                    raise type_error(f"argument '{param.name}' of '{name}' must be {expected}, found {arg_type}",
+                                     arg_loc)
+        results = [T.substitute(result.type, value) for result in fragment.results]
+        return results[0] if len(results) == 1 else ast.TupleType(tuple(results))
+
+
+def bind_arguments(fragment: ast.Fragment, args, loc: Location) -> dict:
+    """Map parameter names to (type-or-value, location) for each given argument; check the invocation rules."""
+    bound: dict = {}
+    params = {param.name: param for param in fragment.params}
+    positional = [arg for arg in args if arg[0] is None]
+    if len(positional) > len(fragment.params):
+        raise semantic_error(f"'{fragment.name}' takes at most {len(fragment.params)} arguments, "
+                             f"{len(positional)} given", loc)
+    for param, (_, value, arg_loc) in zip(fragment.params, positional):
+        if T.is_attribute(param.type):
+            raise semantic_error(f"attribute '{param.name}' of '{fragment.name}' must be passed by name "
+                                 f"('{param.name} = ...')", arg_loc)
+        bound[param.name] = (value, arg_loc)
+    for name, value, arg_loc in args[len(positional):]:
+        if name is None:
+            raise semantic_error("positional arguments must precede named arguments", arg_loc)
+        if name not in params:
+            raise semantic_error(f"'{fragment.name}' has no parameter named '{name}'", arg_loc)
+        if name in bound:
+            raise semantic_error(f"parameter '{name}' of '{fragment.name}' is given more than once", arg_loc)
+        bound[name] = (value, arg_loc)
+    for param in fragment.params:
+        if param.name not in bound and param.default is None:
+            raise semantic_error(f"missing argument '{param.name}' of '{fragment.name}'", loc)
+    return bound
+
+
+def resolve_generic(fragment: ast.Fragment, bound: dict, explicit: ast.PrimitiveType | None, loc: Location,
+                    inside_generic: bool) -> ast.PrimitiveType | None:
+    """The type that replaces '?' in a generic fragment: explicit, deduced from the arguments, or the default."""
+    if not fragment.generic:
+        if explicit is not None:
+            raise semantic_error(f"'{fragment.name}' is not generic and takes no <{explicit}>", loc)
+        return None
+    if explicit is not None:
+        if explicit.name == "?" and not inside_generic:
+            raise semantic_error("'<?>' may only be used inside a generic fragment", loc)
+        return explicit
+    found: set[str] = set()
+    for param in fragment.params:
+        if param.name in bound and isinstance(bound[param.name][0], (ast.PrimitiveType, ast.TensorType,
+                                                                     ast.ArrayType, ast.TupleType)):
+            T.deduce(param.type, bound[param.name][0], found)
+    if len(found) == 1:
+        return ast.PrimitiveType(found.pop())
+    if len(found) > 1:
+        raise type_error(f"the generic type of '{fragment.name}' is ambiguous: {' or '.join(sorted(found))}", loc)
+    if fragment.generic_default is not None:
+        return fragment.generic_default
+    raise type_error(f"the generic type of '{fragment.name}' cannot be deduced; write {fragment.name}<type>(...)", loc)
+
+
+def _binary_result(op: str, left: T.AnyType, right: T.AnyType) -> T.AnyType | None:
+    numeric = ("integer", "scalar")
+    same_primitive = isinstance(left, ast.PrimitiveType) and left == right
+    if op in _ARITHMETIC:
+        if same_primitive and left.name in numeric:
+            return left
+        if op == "+":
+            if same_primitive and left.name == "string":
+                return left
+            arrays = (ast.ArrayType, T.EmptyArrayType)
+            if isinstance(left, arrays) and isinstance(right, arrays):
+                return T.common_type(left, right)
+        if op == "*" and right == T.INTEGER and (isinstance(left, (ast.ArrayType, T.EmptyArrayType))
+                                                 or left == T.STRING):
+            return left
+        return None
+    if op in _ORDERING:
+        return T.LOGICAL if same_primitive and left.name in numeric else None
+    if op in _EQUALITY:
+        return T.LOGICAL if T.common_type(left, right) is not None else None
+    if op in _LOGIC:
+        return T.LOGICAL if same_primitive and left.name == "logical" else None
+    if op == "in":
+        if isinstance(right, T.EmptyArrayType):
+            return T.LOGICAL
+        if isinstance(right, ast.ArrayType) and T.common_type(left, right.item) is not None:
+            return T.LOGICAL
+    return None
+
+
+def _is_flat(expr: ast.Expr) -> bool:
+    if isinstance(expr, (ast.Literal, ast.Identifier)):
+        return True
+    if isinstance(expr, ast.UnaryExpr):  # a negative number is a literal in the flat syntax
+        return expr.op == "-" and isinstance(expr.operand, ast.Literal) and expr.operand.kind in ("integer", "scalar")
+    if isinstance(expr, (ast.ArrayExpr, ast.TupleExpr)):
+        return all(_is_flat(item) for item in expr.items)
+    return False

@@ -1,0 +1,413 @@
+"""Syntax tree -> flat IR graph: evaluate compile-time expressions, expand fragments, infer shapes (spec 2.4.1, 6).
+
+Operations the caller keeps atomic (by default every standard operation) become IR operations; every other
+fragment with a body is expanded into the operations of its body. Each emitted operation gets its shapes at once
+from the op table's shape rule, so an argument error points at the invocation that caused it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Collection, Mapping, Union
+
+from nnef_torch.errors import Location, NNEFError, NNEFSemanticError, NNEFShapeError
+from nnef_torch.format import ast
+from nnef_torch.ir import evaluate, types as T
+from nnef_torch.ir.checker import BINARY_FRAGMENTS, UNARY_FRAGMENTS, bind_arguments, resolve_generic
+from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Tensor, Update, Variable
+from nnef_torch.ops import registry
+
+Atomic = Union[Collection[str], Callable[[str], bool], None]
+MAX_EXPANSION_DEPTH = 200
+_LABEL = re.compile(r"[A-Za-z0-9_\-./\\]+")
+
+
+class Lowerer:
+    def __init__(self, fragments: Mapping[str, ast.Fragment], standard: Collection[str], atomic: Atomic,
+                 custom_shapes: Mapping[str, Callable[..., Any]] | None, input_shapes: Mapping[str, Any] | None):
+        self.fragments = fragments
+        if atomic is None:
+            self.is_atomic = lambda name: name in standard
+        elif callable(atomic):
+            self.is_atomic = atomic
+        else:
+            names = frozenset(atomic)
+            self.is_atomic = lambda name: name in names
+        self.custom_shapes = dict(custom_shapes or {})
+        self.input_shapes = {name: tuple(shape) for name, shape in (input_shapes or {}).items()}
+        self.tensors: dict[str, Tensor] = {}
+        self.operations: list[Operation] = []
+        self.fresh: set[str] = set()  # generated names not yet given a graph identifier
+        self.renames: dict[str, str] = {}
+        self.reserved: set[str] = set()
+        self.counter = 0
+        self.depth = 0
+        self.site: Location | None = None  # the graph statement being lowered, for errors inside library code
+
+    # -- graph --
+    def lower_graph(self, doc: ast.Document) -> Graph:
+        graph = doc.graph
+        self.reserved = {name for assignment in graph.body for name in _lhs_names(assignment.lhs)}
+        unknown = set(self.input_shapes) - set(graph.params)
+        if unknown:
+            raise NNEFSemanticError(f"input_shapes names {sorted(unknown)}, which are not graph inputs "
+                                    f"{list(graph.params)}", graph.loc)
+        env: dict[str, Any] = {}
+        for assignment in graph.body:
+            self.site = assignment.loc
+            value = self.evaluate(assignment.rhs, env, None, hint=assignment.lhs)
+            self.bind_graph(assignment.lhs, value, env, assignment.loc)
+        return self.finish(doc, env)
+
+    def bind_graph(self, lhs: ast.Expr, value: Any, env: dict[str, Any], loc: Location) -> None:
+        if isinstance(lhs, ast.Identifier):
+            env[lhs.name] = self.name_tensor(value, lhs.name, loc)
+            return
+        if not isinstance(value, (list, tuple)) or len(value) != len(lhs.items):
+            count = len(value) if isinstance(value, (list, tuple)) else 1
+            raise NNEFSemanticError(f"the right-hand side gives {count} values for {len(lhs.items)} names", lhs.loc)
+        for item, item_value in zip(lhs.items, value):
+            self.bind_graph(item, item_value, env, loc)
+
+    def name_tensor(self, value: Any, name: str, loc: Location) -> Ref:
+        """Give the graph identifier `name` to `value`: rename a fresh tensor, else copy into a new one."""
+        if isinstance(value, Ref) and value.name in self.fresh:
+            self.fresh.discard(value.name)
+            self.renames[value.name] = name
+            return value
+        if isinstance(value, Ref):
+            dtype = self.tensors[value.name].dtype
+            source = self.tensors[value.name]
+            self.operations.append(Operation("copy", {"x": value}, {}, {"y": Ref(name)}, dtype, loc))
+            self.tensors[name] = Tensor(name, dtype, source.shape)
+            return Ref(name)
+        dtype = _literal_dtype(value)
+        self.operations.append(Operation("constant", {}, {"shape": [], "value": [value]}, {"output": Ref(name)},
+                                         dtype, loc))
+        self.tensors[name] = Tensor(name, dtype, ())
+        return Ref(name)
+
+    def finish(self, doc: ast.Document, env: dict[str, Any]) -> Graph:
+        def final(value):
+            if isinstance(value, Ref):
+                return Ref(self.renames.get(value.name, value.name))
+            if isinstance(value, list):
+                return [final(item) for item in value]
+            if isinstance(value, tuple):
+                return tuple(final(item) for item in value)
+            return value
+
+        operations = tuple(Operation(op.name, {k: final(v) for k, v in op.inputs.items()}, op.attribs,
+                                     {k: final(v) for k, v in op.outputs.items()}, op.dtype, op.location)
+                           for op in self.operations)
+        tensors = {}
+        for name, tensor in self.tensors.items():
+            new = self.renames.get(name, name)
+            tensors[new] = Tensor(new, tensor.dtype, tensor.shape)
+        externals, variables, updates = [], [], []
+        labels: dict[str, Variable] = {}
+        for op in operations:
+            if op.name == "external":
+                out = op.outputs["output"].name
+                externals.append(External(out, op.dtype, tuple(op.attribs["shape"])))
+            elif op.name == "variable":
+                variable = Variable(op.outputs["output"].name, op.attribs["label"], op.dtype,
+                                    tuple(op.attribs["shape"]))
+                _check_label(variable, labels, op.location)
+                variables.append(variable)
+            elif op.name == "update":
+                updates.append(self._update(op, variables, updates))
+        order = {name: i for i, name in enumerate(doc.graph.params)}
+        externals.sort(key=lambda external: order[external.name])
+        outputs = tuple(env[name].name if False else final(env[name]).name for name in doc.graph.results)
+        signature = Signature(tuple(externals), tuple(variables), tuple(updates), outputs)
+        custom = tuple(fragment for fragment in doc.fragments if fragment.body is None or self.is_atomic(fragment.name))
+        return Graph(doc.graph.name, doc.version, doc.extensions, tensors, operations, signature, custom)
+
+    @staticmethod
+    def _update(op: Operation, variables: list[Variable], updates: list[Update]) -> Update:
+        target = op.inputs["variable"]
+        names = {variable.name for variable in variables}
+        if not isinstance(target, Ref) or target.name not in names:
+            shown = target.name if isinstance(target, Ref) else target
+            raise NNEFSemanticError(f"update: '{shown}' is not a variable", op.location)
+        if any(update.variable == target.name for update in updates):
+            raise NNEFSemanticError(f"variable '{target.name}' is updated more than once", op.location)
+        value = op.inputs["value"]
+        return Update(target.name, value.name if isinstance(value, Ref) else value, op.outputs["result"].name)
+
+    # -- expressions --
+    def evaluate(self, expr: ast.Expr, env: dict[str, Any], generic: ast.PrimitiveType | None, hint=None) -> Any:
+        kind = type(expr)
+        if kind is ast.Literal:
+            return expr.value
+        if kind is ast.Identifier:
+            return env[expr.name]
+        if kind is ast.ArrayExpr:
+            return [self.evaluate(item, env, generic) for item in expr.items]
+        if kind is ast.TupleExpr:
+            hints = hint.items if isinstance(hint, ast.TupleExpr) else [None] * len(expr.items)
+            return tuple(self.evaluate(item, env, generic, h) for item, h in zip(expr.items, hints))
+        if kind is ast.UnaryExpr:
+            operand = self.evaluate(expr.operand, env, generic)
+            if _is_tensor(operand):
+                return self.invoke(UNARY_FRAGMENTS[expr.op], [(None, operand, expr.loc)], None, expr.loc, generic)
+            return evaluate.unary(expr.op, operand, expr.loc)
+        if kind is ast.BinaryExpr:
+            return self._binary(expr, env, generic)
+        if kind is ast.IfElseExpr:
+            chosen = expr.then if self.evaluate(expr.condition, env, generic) else expr.otherwise
+            return self.evaluate(chosen, env, generic, hint)
+        if kind is ast.Comprehension:
+            return self._comprehension(expr, env, generic)
+        if kind is ast.IndexExpr:
+            return evaluate.index(self.evaluate(expr.value, env, generic), self.evaluate(expr.index, env, generic),
+                                  expr.index.loc)
+        if kind is ast.RangeExpr:
+            value = self.evaluate(expr.value, env, generic)
+            start = self.evaluate(expr.start, env, generic) if expr.start is not None else None
+            end = self.evaluate(expr.end, env, generic) if expr.end is not None else None
+            return evaluate.slice_range(value, start, end, expr.loc)
+        if kind is ast.BuiltinExpr:
+            value = self.evaluate(expr.arg, env, generic)
+            if expr.name == "shape_of":
+                return self._shape_of(value, expr.loc)
+            return evaluate.builtin(expr.name, value, expr.loc)
+        args = [(arg.name, self.evaluate(arg.value, env, generic), arg.loc) for arg in expr.args]
+        explicit = generic if expr.generic is not None and expr.generic.name == "?" else expr.generic
+        return self.invoke(expr.name, args, explicit, expr.loc, generic, hint)
+
+    def _binary(self, expr: ast.BinaryExpr, env: dict[str, Any], generic) -> Any:
+        if expr.op in ("&&", "||"):  # lazy on compile-time values
+            left = self.evaluate(expr.left, env, generic)
+            if not _is_tensor(left) and (left if expr.op == "||" else not left):
+                return left
+            right = self.evaluate(expr.right, env, generic)
+        else:
+            left = self.evaluate(expr.left, env, generic)
+            right = self.evaluate(expr.right, env, generic)
+        if expr.op != "in" and (_is_tensor(left) or _is_tensor(right)):
+            args = [(None, left, expr.left.loc), (None, right, expr.right.loc)]
+            return self.invoke(BINARY_FRAGMENTS[expr.op], args, None, expr.loc, generic)
+        return evaluate.binary(expr.op, left, right, expr.loc)
+
+    def _comprehension(self, expr: ast.Comprehension, env: dict[str, Any], generic) -> list:
+        arrays = [(name, self.evaluate(array, env, generic), array.loc) for name, array in expr.iterators]
+        lengths = {len(array) for _, array, _ in arrays}
+        if len(lengths) > 1:
+            raise NNEFSemanticError(f"comprehension iterates arrays of different lengths {sorted(lengths)}", expr.loc)
+        result = []
+        for i in range(lengths.pop() if lengths else 0):
+            scope = dict(env)
+            scope.update({name: array[i] for name, array, _ in arrays})
+            if expr.condition is None or self.evaluate(expr.condition, scope, generic):
+                result.append(self.evaluate(expr.body, scope, generic))
+        return result
+
+    def _shape_of(self, value: Any, loc: Location) -> list[int]:
+        if not isinstance(value, Ref):
+            return []  # deprecated: a primitive has the singleton shape of rank 0
+        shape = self.tensors[value.name].shape
+        if shape is None:
+            raise NNEFShapeError(f"shape_of('{value.name}') needs a known shape, but it follows a custom operation",
+                                 loc)
+        return list(shape)
+
+    # -- invocations --
+    def invoke(self, name: str, args: list, explicit, loc: Location, generic, hint=None) -> Any:
+        fragment = self.fragments[name]
+        bound = bind_arguments(fragment, args, loc)
+        typed = {key: (_type_of(value, self.tensors), arg_loc) for key, (value, arg_loc) in bound.items()}
+        value_type = resolve_generic(fragment, typed, explicit, loc, inside_generic=True)
+        values = {}
+        for param in fragment.params:
+            if param.name in bound:
+                values[param.name] = bound[param.name][0]
+            else:
+                values[param.name] = self.evaluate(param.default, {}, None)
+        if fragment.body is None or self.is_atomic(name):
+            return self.emit(fragment, values, value_type, loc, hint)
+        return self.expand(fragment, values, value_type, loc, hint)
+
+    def expand(self, fragment: ast.Fragment, values: dict[str, Any], value_type, loc: Location, hint) -> Any:
+        if self.depth >= MAX_EXPANSION_DEPTH:
+            raise NNEFSemanticError(f"expanding '{fragment.name}' nests more than {MAX_EXPANSION_DEPTH} levels "
+                                    "deep (unbounded recursion?)", loc)
+        self.depth += 1
+        try:
+            env = dict(values)
+            for assignment in fragment.body:
+                value = self.evaluate(assignment.rhs, env, value_type, hint=assignment.lhs)
+                _bind_local(assignment.lhs, value, env)
+        finally:
+            self.depth -= 1
+        results = [env[result.name] for result in fragment.results]
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def emit(self, fragment: ast.Fragment, values: dict[str, Any], value_type, loc: Location, hint) -> Any:
+        inputs = {p.name: values[p.name] for p in fragment.params if T.contains_tensor(p.type)}
+        attribs = {p.name: values[p.name] for p in fragment.params if not T.contains_tensor(p.type)}
+        if fragment.name == "external" and isinstance(hint, ast.Identifier) and hint.name in self.input_shapes:
+            attribs["shape"] = list(self.input_shapes[hint.name])
+        location = loc if loc.file == self._site_file() else self.site
+        shapes = self._infer(fragment, inputs, attribs, location)
+        result_hints = [hint] if len(fragment.results) == 1 else (
+            list(hint.items) if isinstance(hint, ast.TupleExpr) else [None] * len(fragment.results))
+        outputs = {}
+        for i, result in enumerate(fragment.results):
+            result_type = T.substitute(result.type, value_type)
+            shape = shapes[i] if shapes is not None else None
+            outputs[result.name] = self._new_outputs(fragment.name, result_type, shape, result_hints[i], location)
+        dtype = value_type.name if value_type is not None else None
+        self.operations.append(Operation(fragment.name, inputs, attribs, outputs, dtype, location))
+        results = list(outputs.values())
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _site_file(self) -> str | None:
+        return self.site.file if self.site is not None else None
+
+    def _new_outputs(self, op: str, result_type, shape, hint, loc: Location) -> Any:
+        if isinstance(result_type, ast.ArrayType):
+            count = len(shape) if isinstance(shape, list) else None
+            if isinstance(hint, ast.ArrayExpr):
+                if count is not None and count != len(hint.items):
+                    raise NNEFShapeError(f"'{op}' gives {count} results but {len(hint.items)} names receive them",
+                                         hint.loc)
+                count = len(hint.items)
+            if count is None:
+                raise NNEFSemanticError(f"cannot tell how many tensors '{op}' returns; assign its result to an "
+                                        "array of names", loc)
+            item_shapes = shape if isinstance(shape, list) else [None] * count
+            return [self._new_tensor(op, result_type.item, item_shape) for item_shape in item_shapes]
+        return self._new_tensor(op, result_type, shape)
+
+    def _new_tensor(self, op: str, result_type, shape) -> Ref:
+        self.counter += 1
+        name = f"{op}_{self.counter}"
+        while name in self.reserved or name in self.tensors:
+            self.counter += 1
+            name = f"{op}_{self.counter}"
+        self.tensors[name] = Tensor(name, T.tensor_dtype(result_type), tuple(shape) if shape is not None else None)
+        self.fresh.add(name)
+        return Ref(name)
+
+    def _infer(self, fragment: ast.Fragment, inputs: dict, attribs: dict, loc: Location | None):
+        """Result shapes (one entry per result) from the shape rule, or None when they cannot be known."""
+        rule = self.custom_shapes.get(fragment.name)
+        if rule is None:
+            entry = registry.entry(fragment.name)
+            rule = entry.shape if entry is not None else None
+        if rule is None:
+            return None
+        shapes = [self._input_shape(value) for value in inputs.values()]
+        if any(_has_unknown(shape) for shape in shapes):
+            return None
+        try:
+            result = rule(*shapes, **attribs)
+        except NNEFError as error:
+            if error.location is None:
+                error.location = loc
+            raise
+        except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError) as error:
+            raise NNEFShapeError(f"{fragment.name}: invalid arguments ({error})", loc) from error
+        return [result] if len(fragment.results) == 1 else list(result)
+
+    def _input_shape(self, value: Any):
+        if isinstance(value, Ref):
+            return self.tensors[value.name].shape
+        if isinstance(value, list):
+            return [self._input_shape(item) for item in value]
+        return ()
+
+
+def _has_unknown(shape) -> bool:
+    return shape is None or isinstance(shape, list) and any(_has_unknown(item) for item in shape)
+
+
+def _bind_local(lhs: ast.Expr, value: Any, env: dict[str, Any]) -> None:
+    if isinstance(lhs, ast.Identifier):
+        env[lhs.name] = value
+        return
+    if not isinstance(value, (list, tuple)) or len(value) != len(lhs.items):
+        count = len(value) if isinstance(value, (list, tuple)) else 1
+        raise NNEFSemanticError(f"the right-hand side gives {count} values for {len(lhs.items)} names", lhs.loc)
+    for item, item_value in zip(lhs.items, value):
+        _bind_local(item, item_value, env)
+
+
+def _lhs_names(lhs: ast.Expr) -> list[str]:
+    if isinstance(lhs, ast.Identifier):
+        return [lhs.name]
+    return [name for item in lhs.items for name in _lhs_names(item)]
+
+
+def _is_tensor(value: Any) -> bool:
+    return isinstance(value, Ref) or isinstance(value, (list, tuple)) and any(_is_tensor(v) for v in value)
+
+
+def _literal_dtype(value: Any) -> str:
+    if isinstance(value, bool):
+        return "logical"
+    return "integer" if isinstance(value, int) else "scalar"
+
+
+def _type_of(value: Any, tensors: Mapping[str, Tensor]):
+    """The NNEF type of a runtime value (for generic deduction)."""
+    if isinstance(value, Ref):
+        return T.tensor(tensors[value.name].dtype)
+    if isinstance(value, bool):
+        return T.LOGICAL
+    if isinstance(value, int):
+        return T.INTEGER
+    if isinstance(value, float):
+        return T.SCALAR
+    if isinstance(value, str):
+        return T.STRING
+    if isinstance(value, list):
+        return ast.ArrayType(_type_of(value[0], tensors)) if value else T.EMPTY_ARRAY
+    return ast.TupleType(tuple(_type_of(item, tensors) for item in value))
+
+
+def _check_label(variable: Variable, labels: dict[str, Variable], loc: Location | None) -> None:
+    if not _LABEL.fullmatch(variable.label):
+        raise NNEFSemanticError(f"variable label '{variable.label}' must be non-empty and use only letters, digits "
+                                "and _ - . / \\", loc)
+    first = labels.setdefault(variable.key, variable)
+    if first is not variable and (first.shape != variable.shape or first.dtype != variable.dtype):
+        raise NNEFShapeError(f"variables '{first.name}' and '{variable.name}' share label '{variable.label}' but "
+                             f"have shapes {list(first.shape)} and {list(variable.shape)}"
+                             + ("" if first.dtype == variable.dtype else f" and types {first.dtype}, {variable.dtype}"),
+                             loc)
+
+
+def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
+          input_shapes: Mapping[str, Any] | None = None, text: str | None = None) -> Graph:
+    """Check `doc` and flatten it into an IR graph.
+
+    atomic: which operations stay whole (names, or a predicate); by default the standard operations. Fragments
+    without a body always stay whole. custom_shapes: shape rules for custom operations (NNEF signature, as in
+    `nnef_torch.ops.registry.shape_rule`). input_shapes: replaces the shapes of `external`s by graph input name.
+    text: the source, for error messages with the offending line.
+    """
+    from nnef_torch.ir.checker import check_document
+    from nnef_torch.stdlib import standard_fragments
+    import nnef_torch.ops.shapes  # noqa: F401  (registers the shape rules)
+
+    standard = standard_fragments()
+    try:
+        if doc.graph is None:
+            raise NNEFSemanticError("the document has no graph", doc.loc)
+        clashes = [fragment for fragment in doc.fragments if fragment.name in standard]
+        if clashes:
+            raise NNEFSemanticError(f"fragment '{clashes[0].name}' redefines a standard operation", clashes[0].loc)
+        fragments = dict(standard)
+        for fragment in doc.fragments:
+            if fragment.name in fragments:
+                raise NNEFSemanticError(f"fragment '{fragment.name}' is defined twice", fragment.loc)
+            fragments[fragment.name] = fragment
+        check_document(doc, fragments)
+        lowerer = Lowerer(fragments, frozenset(standard), atomic, custom_shapes, input_shapes)
+        return lowerer.lower_graph(doc)
+    except RecursionError:
+        raise NNEFSemanticError("the document nests too deeply to be processed", doc.loc) from None
+    except NNEFError as error:
+        raise error.with_source(text, doc.loc.file) from None

@@ -1,0 +1,99 @@
+"""Helpers to compare our IR with the graph the Khronos `nnef` package builds (the independent oracle)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nnef_torch.ir.graph import Graph, Ref
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+CONFORMANCE = SHARED / "conformance" / "openvx_nnef_core"
+
+
+def conformance_cases() -> list[Path]:
+    if not CONFORMANCE.is_dir():
+        return []
+    return sorted(path for path in CONFORMANCE.iterdir() if (path / "graph.nnef").is_file())
+
+
+def require_conformance() -> None:
+    if not CONFORMANCE.is_dir():
+        pytest.skip(f"the shared conformance suite is absent ({CONFORMANCE}); it lives in ../shared beside the repo")
+
+
+def khronos():
+    return pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
+
+
+def canonical_khronos(graph) -> list[tuple]:
+    """Khronos graph -> comparable rows: (op, dtype, attribs, inputs, output shapes), names by first appearance."""
+    names: dict[str, int] = {}
+
+    def ref(value):
+        if isinstance(value, list):
+            return [ref(item) for item in value]
+        if isinstance(value, tuple):
+            return tuple(ref(item) for item in value)
+        if type(value).__name__ == "Identifier":
+            return ("%", names.setdefault(str(value), len(names)))
+        return value
+
+    rows = []
+    for op in graph.operations:
+        outputs = ref(list(op.outputs.values()))
+        shapes = _shapes(list(op.outputs.values()), lambda name: graph.tensors[str(name)].shape)
+        rows.append((op.name, op.dtype, _attribs(op.attribs), [ref(v) for v in op.inputs.values()], shapes, outputs))
+    return _renumber(rows)
+
+
+def canonical_ours(graph: Graph) -> list[tuple]:
+    names: dict[str, int] = {}
+
+    def ref(value):
+        if isinstance(value, list):
+            return [ref(item) for item in value]
+        if isinstance(value, tuple):
+            return tuple(ref(item) for item in value)
+        if isinstance(value, Ref):
+            return ("%", names.setdefault(value.name, len(names)))
+        return value
+
+    rows = []
+    for op in graph.operations:
+        outputs = ref(list(op.outputs.values()))
+        shapes = _shapes(list(op.outputs.values()), lambda r: graph.tensors[r.name].shape)
+        rows.append((op.name, op.dtype, _attribs(op.attribs), [ref(v) for v in op.inputs.values()], shapes, outputs))
+    return _renumber(rows)
+
+
+def _shapes(values, lookup):
+    out = []
+    for value in values:
+        if isinstance(value, list):
+            out.append([_shape(lookup(item)) for item in value])
+        else:
+            out.append(_shape(lookup(value)))
+    return out
+
+
+def _shape(shape):
+    return None if shape is None else tuple(int(x) for x in shape)
+
+
+def _attribs(attribs) -> dict:
+    def norm(value):
+        if isinstance(value, (list, tuple)):
+            return type(value)(norm(v) for v in value)
+        if isinstance(value, float):
+            return round(value, 12)
+        return value
+    return {key: norm(value) for key, value in attribs.items()}
+
+
+def _renumber(rows):
+    return rows
+
+
+def graph_names(graph) -> set[str]:
+    return set(graph.tensors)
