@@ -6,7 +6,9 @@ from the op table's shape rule, so an argument error points at the invocation th
 """
 from __future__ import annotations
 
+import keyword
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Union
 
 from nnef_torch.errors import Location, NNEFError, NNEFSemanticError, NNEFShapeError
@@ -19,6 +21,14 @@ from nnef_torch.ops import registry
 Atomic = Union[Collection[str], Callable[[str], bool], None]
 MAX_EXPANSION_DEPTH = 200
 _LABEL = re.compile(r"[A-Za-z0-9_\-./\\]+")
+
+
+@dataclass(frozen=True)
+class TensorLiteral:
+    """A literal bound to a tensor-typed parameter of an expanded fragment: operators on it emit operations
+    (as its static type says), and it reaches an emitted operation's inputs as the plain literal."""
+
+    value: Any
 
 
 class Lowerer:
@@ -80,6 +90,7 @@ class Lowerer:
             self.operations.append(Operation("copy", {"x": value}, {}, {"y": Ref(name)}, dtype, loc))
             self.tensors[name] = Tensor(name, dtype, source.shape)
             return Ref(name)
+        value = _plain(value)
         dtype = _literal_dtype(value)
         self.operations.append(Operation("constant", {}, {"shape": [], "value": [value]}, {"output": Ref(name)},
                                          dtype, loc))
@@ -149,7 +160,7 @@ class Lowerer:
             return tuple(self.evaluate(item, env, generic, h) for item, h in zip(expr.items, hints))
         if kind is ast.UnaryExpr:
             operand = self.evaluate(expr.operand, env, generic)
-            if _is_tensor(operand):
+            if _is_tensor_value(operand):
                 return self.invoke(UNARY_FRAGMENTS[expr.op], [(None, operand, expr.loc)], None, expr.loc, generic)
             return evaluate.unary(expr.op, operand, expr.loc)
         if kind is ast.BinaryExpr:
@@ -179,13 +190,13 @@ class Lowerer:
     def _binary(self, expr: ast.BinaryExpr, env: dict[str, Any], generic) -> Any:
         if expr.op in ("&&", "||"):  # lazy on compile-time values
             left = self.evaluate(expr.left, env, generic)
-            if not _is_tensor(left) and (left if expr.op == "||" else not left):
+            if not _is_tensor_value(left) and (left if expr.op == "||" else not left):
                 return left
             right = self.evaluate(expr.right, env, generic)
         else:
             left = self.evaluate(expr.left, env, generic)
             right = self.evaluate(expr.right, env, generic)
-        if expr.op != "in" and (_is_tensor(left) or _is_tensor(right)):
+        if expr.op != "in" and (_is_tensor_value(left) or _is_tensor_value(right)):
             args = [(None, left, expr.left.loc), (None, right, expr.right.loc)]
             return self.invoke(BINARY_FRAGMENTS[expr.op], args, None, expr.loc, generic)
         return evaluate.binary(expr.op, left, right, expr.loc)
@@ -225,7 +236,10 @@ class Lowerer:
             else:
                 values[param.name] = self.evaluate(param.default, {}, None)
         if fragment.body is None or self.is_atomic(name):
-            return self.emit(fragment, values, value_type, loc, hint)
+            return self.emit(fragment, {key: _plain(value) for key, value in values.items()}, value_type, loc, hint)
+        for param in fragment.params:
+            if T.contains_tensor(param.type):
+                values[param.name] = _as_tensor(values[param.name])
         return self.expand(fragment, values, value_type, loc, hint)
 
     def expand(self, fragment: ast.Fragment, values: dict[str, Any], value_type, loc: Location, hint) -> Any:
@@ -302,7 +316,7 @@ class Lowerer:
         if any(_has_unknown(shape) for shape in shapes):
             return None
         try:
-            result = rule(*shapes, **attribs)
+            result = rule(*shapes, **{_python_name(key): value for key, value in attribs.items()})
         except NNEFError as error:
             if error.location is None:
                 error.location = loc
@@ -317,6 +331,11 @@ class Lowerer:
         if isinstance(value, list):
             return [self._input_shape(item) for item in value]
         return ()
+
+
+def _python_name(name: str) -> str:
+    """Attribute names that are Python keywords (selu's `lambda`) reach Python functions with a trailing `_`."""
+    return name + "_" if keyword.iskeyword(name) else name
 
 
 def _has_unknown(shape) -> bool:
@@ -340,8 +359,27 @@ def _lhs_names(lhs: ast.Expr) -> list[str]:
     return [name for item in lhs.items for name in _lhs_names(item)]
 
 
-def _is_tensor(value: Any) -> bool:
-    return isinstance(value, Ref) or isinstance(value, (list, tuple)) and any(_is_tensor(v) for v in value)
+def _is_tensor_value(value: Any) -> bool:
+    return isinstance(value, (Ref, TensorLiteral))
+
+
+def _as_tensor(value: Any) -> Any:
+    """Mark the literals in a tensor-typed argument, keeping their static tensor type."""
+    if isinstance(value, list):
+        return [_as_tensor(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_as_tensor(item) for item in value)
+    return value if isinstance(value, (Ref, TensorLiteral)) else TensorLiteral(value)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, TensorLiteral):
+        return value.value
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    return value
 
 
 def _literal_dtype(value: Any) -> str:
@@ -354,6 +392,8 @@ def _type_of(value: Any, tensors: Mapping[str, Tensor]):
     """The NNEF type of a runtime value (for generic deduction)."""
     if isinstance(value, Ref):
         return T.tensor(tensors[value.name].dtype)
+    if isinstance(value, TensorLiteral):
+        return T.tensor(_type_of(value.value, tensors).name)
     if isinstance(value, bool):
         return T.LOGICAL
     if isinstance(value, int):

@@ -36,7 +36,8 @@ def shape_rule(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the shape rule of NNEF op `name`.
 
     The rule keeps the NNEF signature: tensor inputs positionally (a shape tuple each; a list of shapes for a
-    tensor-array input; `()` for a literal), then the attributes as keywords with their NNEF names. It returns the
+    tensor-array input; `()` for a literal), then the attributes as keywords with their NNEF names (a name that is
+    a Python keyword gets a trailing underscore: selu's `lambda_`). It returns the
     result shape, a tuple of shapes for several results, or a list of shapes for an array result, and raises
     `NNEFShapeError` (without location; the caller adds it) when argument validity fails.
     """

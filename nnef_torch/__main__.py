@@ -1,0 +1,5 @@
+import sys
+
+from nnef_torch.cli import main
+
+sys.exit(main())
