@@ -28,27 +28,18 @@ def khronos():
 
 
 def canonical_khronos(graph) -> list[tuple]:
-    """Khronos graph -> comparable rows: (op, dtype, attribs, inputs, output shapes), names by first appearance."""
-    names: dict[str, int] = {}
-
-    def ref(value):
-        if isinstance(value, list):
-            return [ref(item) for item in value]
-        if isinstance(value, tuple):
-            return tuple(ref(item) for item in value)
-        if type(value).__name__ == "Identifier":
-            return ("%", names.setdefault(str(value), len(names)))
-        return _float32(value)
-
-    rows = []
-    for op in graph.operations:
-        outputs = ref(list(op.outputs.values()))
-        shapes = _shapes(list(op.outputs.values()), lambda name: graph.tensors[str(name)].shape)
-        rows.append((op.name, op.dtype, _attribs(op.attribs), [ref(v) for v in op.inputs.values()], shapes, outputs))
-    return _renumber(rows)
+    """Khronos graph -> comparable rows: (op, dtype, attribs, inputs, output shapes, outputs)."""
+    return _canonical(graph.operations, lambda v: type(v).__name__ == "Identifier", str,
+                      lambda name: graph.tensors[str(name)].shape)
 
 
 def canonical_ours(graph: Graph) -> list[tuple]:
+    return _canonical(graph.operations, lambda v: isinstance(v, Ref), lambda ref: ref.name,
+                      lambda ref: graph.tensors[ref.name].shape)
+
+
+def _canonical(operations, is_ref, name_of, shape_of) -> list[tuple]:
+    """Tensor names become their order of first appearance, so generated names do not matter."""
     names: dict[str, int] = {}
 
     def ref(value):
@@ -56,16 +47,16 @@ def canonical_ours(graph: Graph) -> list[tuple]:
             return [ref(item) for item in value]
         if isinstance(value, tuple):
             return tuple(ref(item) for item in value)
-        if isinstance(value, Ref):
-            return ("%", names.setdefault(value.name, len(names)))
+        if is_ref(value):
+            return ("%", names.setdefault(name_of(value), len(names)))
         return _float32(value)
 
     rows = []
-    for op in graph.operations:
-        outputs = ref(list(op.outputs.values()))
-        shapes = _shapes(list(op.outputs.values()), lambda r: graph.tensors[r.name].shape)
-        rows.append((op.name, op.dtype, _attribs(op.attribs), [ref(v) for v in op.inputs.values()], shapes, outputs))
-    return _renumber(rows)
+    for op in operations:
+        outputs = list(op.outputs.values())
+        rows.append((op.name, op.dtype, _attribs(op.attribs), [ref(v) for v in op.inputs.values()],
+                     _shapes(outputs, shape_of), ref(outputs)))
+    return rows
 
 
 def _shapes(values, lookup):
@@ -97,9 +88,3 @@ def _float32(value):
     return value
 
 
-def _renumber(rows):
-    return rows
-
-
-def graph_names(graph) -> set[str]:
-    return set(graph.tensors)
