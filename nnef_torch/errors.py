@@ -42,7 +42,7 @@ class NNEFError(Exception):
         if loc.file is None and file is not None:
             self.location = loc = replace(loc, file=file)
         if text is not None and self.source_line is None and loc.line is not None and loc.file == file:
-            lines = text.splitlines()
+            lines = text.split("\n")  # the lexer counts lines at '\n' only
             if 0 < loc.line <= len(lines):
                 self.source_line = lines[loc.line - 1]
         return self

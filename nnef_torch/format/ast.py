@@ -192,6 +192,8 @@ class GraphDef:
     results: tuple[str, ...]
     body: tuple[Assignment, ...]
     loc: Location = _loc()
+    param_locs: tuple[Location, ...] = field(default=(), compare=False, repr=False)  # one per param, if parsed
+    result_locs: tuple[Location, ...] = field(default=(), compare=False, repr=False)  # one per result, if parsed
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,7 @@ class Document:
     fragments: tuple[Fragment, ...]
     graph: GraphDef | None  # None only for fragment libraries such as the standard library
     loc: Location = _loc()
+    version_loc: Location = _loc()  # the version number
 
 
 @dataclass(frozen=True)

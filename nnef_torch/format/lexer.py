@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from nnef_torch.errors import Location, NNEFSyntaxError
 
@@ -16,18 +16,28 @@ TYPE_NAMES = ("integer", "scalar", "logical", "string")
 PUNCTUATION = ("->", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "^", "<", ">", "!",
                "(", ")", "[", "]", "{", "}", ":", "=", ",", ";", "?")
 
-_NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPACE = " \t\v\f\r\n"
+# One pass over the text: each alternative is a token kind; the last one catches anything unexpected.
+_TOKEN = re.compile(r"""
+    (?P<space>[ \t\v\f\r]+|\n|\#[^\n\f]*)
+  | (?P<number>[0-9]+(?P<fraction>\.[0-9]*)?(?P<exponent>[eE][+-]?[0-9]+)?)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<string>'(?:[^'\\\n\f]|\\[^\n\f])*'|"(?:[^"\\\n\f]|\\[^\n\f])*")
+  | (?P<punct>->|<=|>=|==|!=|&&|\|\||[-+*/^<>!()\[\]{}:=,;?])
+  | (?P<other>.)
+""", re.VERBOSE | re.DOTALL)
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_WORD = re.compile(r"\w*")
+MAX_INTEGER = 2 ** 63 - 1  # integer literals must fit a signed 64-bit integer
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: str  # 'identifier', 'keyword', 'integer', 'scalar', 'string', 'logical', 'punct', 'eof'
     text: str  # the source text; for strings and keywords/punctuation the meaning itself
     value: object
     line: int
     column: int
+    end: int = 0  # the column just past the token (tokens never span lines)
 
     def is_(self, kind: str, text: str | None = None) -> bool:
         return self.kind == kind and (text is None or self.text == text)
@@ -36,72 +46,61 @@ class Token:
 def tokenize(text: str, file: str | None = None) -> list[Token]:
     """Split `text` into tokens; the list always ends with an 'eof' token."""
     tokens: list[Token] = []
-    pos, line, line_start, n = 0, 1, 0, len(text)
+    append = tokens.append
+    line, line_start = 1, 0
 
     def error(message: str, at: int) -> NNEFSyntaxError:
         return NNEFSyntaxError(message, Location(file, line, at - line_start + 1)).with_source(text, file)
 
-    while True:
-        while pos < n and (text[pos] in _SPACE or text[pos] == "#"):
-            if text[pos] == "#":
-                while pos < n and text[pos] not in "\n\f":
-                    pos += 1
-                continue
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup
+        pos = match.start()
+        if kind == "space":
             if text[pos] == "\n":
                 line, line_start = line + 1, pos + 1
-            pos += 1
+            continue
+        literal = match.group()
         column = pos - line_start + 1
-        if pos >= n:
-            tokens.append(Token("eof", "", None, line, column))
-            return tokens
-        ch = text[pos]
-        if ch.isdigit():
-            match = _NUMBER.match(text, pos)
-            literal = match.group(0)
-            if match.group(1) or match.group(2):
+        end = column + len(literal)
+        if kind == "word":
+            if literal in ("true", "false"):
+                append(Token("logical", literal, literal == "true", line, column, end))
+            else:
+                append(Token("keyword" if literal in KEYWORDS else "identifier", literal, literal, line, column, end))
+        elif kind == "punct":
+            append(Token("punct", literal, literal, line, column, end))
+        elif kind == "number":
+            suffix = _WORD.match(text, match.end()).group()
+            if suffix:  # `1.5e`, `2x`: a letter or digit of another script may not follow a number
+                raise error(f"malformed numeric literal '{_shorten(literal + suffix)}'", pos)
+            if match.group("fraction") is None and match.group("exponent") is None:
+                # compare lengths first: int() refuses strings of more than 4300 digits
+                too_long = len(literal.lstrip("0")) > len(str(MAX_INTEGER))
+                if too_long or int(literal) > MAX_INTEGER:
+                    raise error(f"numeric literal '{_shorten(literal)}' is out of range (integers are at most "
+                                f"{MAX_INTEGER})", pos)
+                append(Token("integer", literal, int(literal), line, column, end))
+            else:
                 value = float(literal)
                 if not math.isfinite(value):
-                    raise error(f"numeric literal '{literal}' is out of range", pos)
-                tokens.append(Token("scalar", literal, value, line, column))
-            else:
-                tokens.append(Token("integer", literal, int(literal), line, column))
-            pos = match.end()
-        elif ch.isascii() and (ch.isalpha() or ch == "_"):
-            word = _IDENTIFIER.match(text, pos).group(0)
-            if word in ("true", "false"):
-                tokens.append(Token("logical", word, word == "true", line, column))
-            else:
-                tokens.append(Token("keyword" if word in KEYWORDS else "identifier", word, word, line, column))
-            pos += len(word)
-        elif ch in "'\"":
-            value, pos = _read_string(text, pos, error)
-            tokens.append(Token("string", value, value, line, column))
+                    raise error(f"numeric literal '{_shorten(literal)}' is out of range", pos)
+                append(Token("scalar", literal, value, line, column, end))
+        elif kind == "string":
+            value = _ESCAPE.sub(r"\1", literal[1:-1])
+            bad = next((ch for ch in value if not (ch.isascii() and ch.isprintable()) and ch != "\t"), None)
+            if bad is not None:
+                raise error(f"string literals hold printable ASCII only, found '\\x{ord(bad):02x}'",
+                            pos + literal.index(bad))
+            append(Token("string", value, value, line, column, end))
+        elif literal in "'\"":
+            raise error("unterminated string literal", pos)
         else:
-            for punct in PUNCTUATION:
-                if text.startswith(punct, pos):
-                    tokens.append(Token("punct", punct, punct, line, column))
-                    pos += len(punct)
-                    break
-            else:
-                shown = ch if ch.isprintable() else f"\\x{ord(ch):02x}"
-                raise error(f"unexpected character '{shown}'", pos)
+            shown = literal if literal.isprintable() else f"\\x{ord(literal):02x}"
+            raise error(f"unexpected character '{shown}'", pos)
+    column = len(text) - line_start + 1
+    append(Token("eof", "", None, line, column, column))
+    return tokens
 
 
-def _read_string(text: str, start: int, error) -> tuple[str, int]:
-    """Read a quoted string at `start`; a backslash escapes the next character (the quote or itself)."""
-    quote, pos, chars = text[start], start + 1, []
-    while True:
-        if pos >= len(text) or text[pos] in "\n\f":
-            raise error("unterminated string literal", start)
-        ch = text[pos]
-        if ch == quote:
-            return "".join(chars), pos + 1
-        if ch == "\\":
-            if pos + 1 >= len(text) or text[pos + 1] in "\n\f":
-                raise error("unterminated string literal", start)
-            ch = text[pos + 1]
-            pos += 1
-        elif not (ch.isascii() and ch.isprintable()) and ch != "\t":
-            raise error(f"string literals hold printable ASCII only, found '\\x{ord(ch):02x}'", pos)
-        chars.append(ch)
-        pos += 1
+def _shorten(literal: str) -> str:
+    return literal if len(literal) <= 40 else literal[:37] + "..."

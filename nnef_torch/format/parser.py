@@ -8,45 +8,61 @@ both readings agree on printed text.
 """
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
 from nnef_torch.errors import Location, NNEFSyntaxError
 from nnef_torch.format import ast
 from nnef_torch.format.lexer import TYPE_NAMES, Token, tokenize
 
 BUILTINS = ("shape_of", "length_of", "range_of") + TYPE_NAMES
 _BINARY_LEVELS = (("in",), ("&&", "||"), ("<", "<=", ">", ">=", "==", "!="), ("+", "-"), ("*", "/"))
+# Brackets, unary operators and nested types deeper than this are refused with a syntax error: the descent
+# recurses about a dozen Python frames per level, and Python's stack is the limit otherwise.
+MAX_NESTING = 50
+# A missing one of these is reported just after the token it should follow, when the next token is on a later line.
+_TERMINATORS = (";", ")", "]", "}")
+_R = TypeVar("_R")
 
 
 def parse_document(text: str, file: str | None = None) -> ast.Document:
     """Parse a whole document: version, extensions, fragment definitions and the graph."""
-    return _Parser(text, file).document(require_graph=True)
+    parser = _Parser(text, file)
+    return parser.run(lambda: parser.document(require_graph=True))
 
 
 def parse_fragments(text: str, file: str | None = None) -> tuple[ast.Fragment, ...]:
     """Parse a fragment library (such as the standard library): fragment definitions only."""
-    return _Parser(text, file).document(require_graph=False).fragments
+    parser = _Parser(text, file)
+    return parser.run(lambda: parser.document(require_graph=False)).fragments
 
 
 def parse_expression(text: str, file: str | None = None) -> ast.Expr:
     """Parse one expression (used by graph.quant and tests)."""
     parser = _Parser(text, file)
-    expr = parser.expression()
-    parser.expect("eof")
-    return expr
+
+    def whole() -> ast.Expr:
+        expr = parser.expression()
+        parser.expect("eof")
+        return expr
+    return parser.run(whole)
 
 
 def parse_quantization(text: str, file: str | None = None) -> tuple[ast.QuantEntry, ...]:
     """Parse graph.quant (spec 5.3): lines of `"tensor": op(name = value, ...);`."""
     parser = _Parser(text, file)
-    entries = []
-    while not parser.at("eof") and parser.tok.kind != "eof":
-        key = parser.expect("string")
-        parser.expect(":")
-        if parser.tok.kind != "identifier":
-            raise parser.error(f"expected a quantization operation, found {_describe(parser.tok)}")
-        invocation = parser.invocation()
-        parser.expect(";")
-        entries.append(ast.QuantEntry(key.value, invocation, parser.loc(key)))
-    return tuple(entries)
+
+    def entries() -> tuple[ast.QuantEntry, ...]:
+        found = []
+        while parser.tok.kind != "eof":
+            key = parser.expect("string")
+            parser.expect(":")
+            if parser.tok.kind != "identifier":
+                raise parser.error(f"expected a quantization operation, found {_describe(parser.tok)}")
+            invocation = parser.invocation()
+            parser.expect(";")
+            found.append(ast.QuantEntry(key.value, invocation, parser.loc(key)))
+        return tuple(found)
+    return parser.run(entries)
 
 
 class _Parser:
@@ -54,6 +70,20 @@ class _Parser:
         self.text, self.file = text, file
         self.tokens = tokenize(text, file)
         self.pos = 0
+        self.depth = 0  # nesting of recursive rules, see MAX_NESTING
+
+    def run(self, rule: Callable[[], _R]) -> _R:
+        try:
+            return rule()
+        except RecursionError:  # a backstop: MAX_NESTING should stop deep input first
+            raise self.error("the text nests too deeply to be parsed") from None
+
+    def enter(self) -> None:
+        """Enter one level of a recursive rule (brackets, unary operators, nested types); `self.depth -= 1` leaves
+        it. (A syntax error ends the whole parse, so nothing needs to leave on the way out of one.)"""
+        if self.depth >= MAX_NESTING:
+            raise self.error(f"expressions and types may nest at most {MAX_NESTING} levels deep")
+        self.depth += 1
 
     # -- token helpers --
     @property
@@ -68,7 +98,14 @@ class _Parser:
         return Location(self.file, token.line, token.column)
 
     def error(self, message: str, token: Token | None = None) -> NNEFSyntaxError:
-        return NNEFSyntaxError(message, self.loc(token)).with_source(self.text, self.file)
+        """A syntax error at `token` (the current one by default); at the end of input, just after the last token."""
+        token = token or self.tok
+        loc = self.after(self.tokens[-2]) if token.kind == "eof" and len(self.tokens) > 1 else self.loc(token)
+        return NNEFSyntaxError(message, loc).with_source(self.text, self.file)
+
+    def after(self, token: Token) -> Location:
+        """The position just past `token`: where something that should follow it is missing."""
+        return Location(self.file, token.line, token.end)
 
     def at(self, text: str) -> bool:
         return self.tok.kind in ("punct", "keyword") and self.tok.text == text
@@ -87,21 +124,26 @@ class _Parser:
         else:
             ok = token.kind in ("punct", "keyword") and token.text == what
         if not ok:
-            raise self.error(f"expected {_describe_expected(what)}, found {_describe(token)}")
+            message = f"expected {_describe_expected(what)}, found {_describe(token)}"
+            previous = self.tokens[self.pos - 1] if self.pos > 0 else None
+            if what in _TERMINATORS and previous is not None and token.line > previous.line:
+                # `a = f(x)` then a new line: the ';' is missing at the end of the line, not before the next one
+                raise NNEFSyntaxError(message, self.after(previous)).with_source(self.text, self.file)
+            raise self.error(message)
         self.pos += 1
         return token
 
     # -- document --
     def document(self, require_graph: bool) -> ast.Document:
         start = self.tok
-        version = ""
+        version, version_loc = "", None
         if require_graph or self.at("version"):
             self.expect("version")
             number = self.tok
             if number.kind != "scalar" or "e" in number.text.lower() or number.text.endswith("."):
                 raise self.error(f"expected a version number such as 1.0, found {_describe(number)}")
             self.pos += 1
-            version = number.text
+            version, version_loc = number.text, self.loc(number)
             self.expect(";")
         extensions: list[str] = []
         while self.accept("extension"):
@@ -119,7 +161,8 @@ class _Parser:
                 raise self.error(f"expected 'fragment' or 'graph', found {_describe(self.tok)}")
             graph = self.graph()
         self.expect("eof")
-        return ast.Document(version, tuple(extensions), tuple(fragments), graph, self.loc(start))
+        return ast.Document(version, tuple(extensions), tuple(fragments), graph, self.loc(start),
+                            version_loc or self.loc(start))
 
     def graph(self) -> ast.GraphDef:
         start = self.expect("graph")
@@ -127,15 +170,17 @@ class _Parser:
         params = self.identifier_list()
         self.expect("->")
         results = self.identifier_list()
-        return ast.GraphDef(name, params, results, self.body(), self.loc(start))
+        return ast.GraphDef(name, tuple(token.text for token in params), tuple(token.text for token in results),
+                            self.body(), self.loc(start), tuple(self.loc(token) for token in params),
+                            tuple(self.loc(token) for token in results))
 
-    def identifier_list(self) -> tuple[str, ...]:
+    def identifier_list(self) -> list[Token]:
         self.expect("(")
-        names = [self.expect("identifier").text]
+        tokens = [self.expect("identifier")]
         while self.accept(","):
-            names.append(self.expect("identifier").text)
+            tokens.append(self.expect("identifier"))
         self.expect(")")
-        return tuple(names)
+        return tokens
 
     def body(self) -> tuple[ast.Assignment, ...]:
         self.expect("{")
@@ -153,6 +198,12 @@ class _Parser:
         return tuple(assignments)
 
     def lvalue(self, top: bool = False) -> ast.Expr:
+        self.enter()
+        expr = self._lvalue(top)
+        self.depth -= 1
+        return expr
+
+    def _lvalue(self, top: bool) -> ast.Expr:
         start = self.tok
         if self.accept("["):
             items = []
@@ -228,6 +279,13 @@ class _Parser:
                          f"found {_describe(token)}")
 
     def type_spec(self) -> ast.Type:
+        self.enter()
+        type_ = self._type_spec()
+        self.depth -= 1
+        return type_
+
+    def _type_spec(self) -> ast.Type:
+        start = self.tok
         if self.accept("tensor"):
             self.expect("<")
             item = None if self.at(">") else self.type_name()
@@ -239,7 +297,7 @@ class _Parser:
                 items.append(self.type_spec())
             self.expect(")")
             if len(items) < 2:
-                raise self.error("a tuple type needs at least two item types")
+                raise self.error("a tuple type needs at least two item types", start)
             type_ = ast.TupleType(tuple(items))
         else:
             type_ = self.type_name()
@@ -250,6 +308,12 @@ class _Parser:
 
     def literal_expr(self) -> ast.Expr:
         """A default value: literals, arrays and tuples of them (a leading minus is part of a number)."""
+        self.enter()
+        expr = self._literal_expr()
+        self.depth -= 1
+        return expr
+
+    def _literal_expr(self) -> ast.Expr:
         start = self.tok
         if self.accept("["):
             items = []
@@ -275,6 +339,7 @@ class _Parser:
 
     # -- expressions --
     def expression(self, allow_tuple: bool = False) -> ast.Expr:
+        self.enter()
         start = self.tok
         expr = self.if_else()
         if allow_tuple and self.at(","):
@@ -282,6 +347,7 @@ class _Parser:
             while self.accept(","):
                 items.append(self.if_else())
             expr = ast.TupleExpr(tuple(items), self.loc(start))
+        self.depth -= 1
         return expr
 
     def if_else(self) -> ast.Expr:
@@ -290,7 +356,10 @@ class _Parser:
             token = self.expect("if")
             condition = self.binary(0)
             self.expect("else")
-            return ast.IfElseExpr(condition, expr, self.if_else(), self.loc(token))
+            self.enter()
+            otherwise = self.if_else()
+            self.depth -= 1
+            return ast.IfElseExpr(condition, expr, otherwise, self.loc(token))
         return expr
 
     def binary(self, level: int) -> ast.Expr:
@@ -308,7 +377,10 @@ class _Parser:
         token = self.tok
         if token.kind == "punct" and token.text in ("-", "+", "!"):
             self.pos += 1
-            return ast.UnaryExpr(token.text, self.unary(), self.loc(token))
+            self.enter()
+            operand = self.unary()
+            self.depth -= 1
+            return ast.UnaryExpr(token.text, operand, self.loc(token))
         return self.power()
 
     def power(self) -> ast.Expr:
@@ -323,7 +395,10 @@ class _Parser:
         token = self.tok
         if token.kind == "punct" and token.text in ("-", "+", "!"):
             self.pos += 1
-            return ast.UnaryExpr(token.text, self.power_operand(), self.loc(token))
+            self.enter()
+            operand = self.power_operand()
+            self.depth -= 1
+            return ast.UnaryExpr(token.text, operand, self.loc(token))
         return self.postfix()
 
     def postfix(self) -> ast.Expr:

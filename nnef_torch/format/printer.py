@@ -103,9 +103,10 @@ def print_expr(expr: ast.Expr, context: int = 0) -> str:
         return _wrap(expr.op + print_expr(expr.operand, _UNARY), _UNARY, context)
     if isinstance(expr, ast.BinaryExpr):
         if expr.op == "^":
-            # left-grouping: the right operand may be a unary expression but never another '^'
+            # left-grouping: the right operand may be a unary expression but never another '^', not even under
+            # that unary operator (`a ^ -(b ^ c)`: without the parentheses it reads `(a ^ -b) ^ c`)
             right = expr.right
-            right_text = (expr.right.op + print_expr(right.operand, _UNARY) if isinstance(right, ast.UnaryExpr)
+            right_text = (right.op + print_expr(right.operand, _POSTFIX) if isinstance(right, ast.UnaryExpr)
                           else print_expr(right, _POSTFIX))
             return _wrap(f"{print_expr(expr.left, _POSTFIX)} ^ {right_text}", _POWER, context)
         level = _PRECEDENCE[expr.op]

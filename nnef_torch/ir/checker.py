@@ -31,7 +31,7 @@ def type_error(message: str, loc: Location | None) -> NNEFTypeError:
 def check_document(doc: ast.Document, fragments: Mapping[str, ast.Fragment]) -> None:
     """Check `doc` against the declarations in `fragments` (standard library and the document's own)."""
     if doc.version.split(".")[0] != "1":
-        raise semantic_error(f"unsupported NNEF version {doc.version}; this reader supports 1.x", doc.loc)
+        raise semantic_error(f"unsupported NNEF version {doc.version}; this reader supports 1.x", doc.version_loc)
     if doc.fragments and FRAGMENT_EXTENSION not in doc.extensions:
         raise semantic_error(f"fragment definitions need 'extension {FRAGMENT_EXTENSION};'", doc.fragments[0].loc)
     for fragment in doc.fragments:
@@ -53,13 +53,14 @@ def check_library(fragments: Iterable[ast.Fragment], table: Mapping[str, ast.Fra
 def check_declaration(fragment: ast.Fragment) -> None:
     seen: set[str] = set()
     attributes_started = False
-    generic_used = False
+    generic_used: Location | None = None  # where '?' is first used
     for param in fragment.params:
         if param.name in seen:
             raise semantic_error(f"fragment '{fragment.name}' declares '{param.name}' twice", param.loc)
         seen.add(param.name)
         _check_tuple_types(param.type, param.loc)
-        generic_used |= T.is_generic(param.type)
+        if generic_used is None and T.is_generic(param.type):
+            generic_used = param.loc
         if T.is_attribute(param.type):
             attributes_started = True
         elif attributes_started:
@@ -75,17 +76,18 @@ def check_declaration(fragment: ast.Fragment) -> None:
             raise semantic_error(f"fragment '{fragment.name}' declares '{result.name}' twice", result.loc)
         seen.add(result.name)
         _check_tuple_types(result.type, result.loc)
-        generic_used |= T.is_generic(result.type)
+        if generic_used is None and T.is_generic(result.type):
+            generic_used = result.loc
         if not _all_tensor(result.type):
             raise type_error(f"result '{result.name}' of '{fragment.name}' must be a tensor type, not {result.type}",
                              result.loc)
         if _has_unbound(result.type):
             raise type_error(f"result '{result.name}' of '{fragment.name}' cannot be the unbound tensor<>",
                              result.loc)
-    if generic_used and not fragment.generic:
+    if generic_used is not None and not fragment.generic:
         raise semantic_error(f"fragment '{fragment.name}' uses '?' and must be declared generic with <?>",
-                             fragment.loc)
-    if fragment.generic and not generic_used:
+                             generic_used)
+    if fragment.generic and generic_used is None:
         raise semantic_error(f"fragment '{fragment.name}' is declared generic but no parameter or result uses '?'",
                              fragment.loc)
 
@@ -155,7 +157,7 @@ class _BodyChecker:
     def check_fragment(self) -> None:
         fragment = self.fragment
         params = {param.name for param in fragment.params}
-        results = {result.name: result.type for result in fragment.results}
+        results = {result.name: result for result in fragment.results}
         self.scope.update({param.name: param.type for param in fragment.params})
         assigned: set[str] = set()
         for assignment in fragment.body:
@@ -166,20 +168,22 @@ class _BodyChecker:
                 if name in assigned:
                     raise semantic_error(f"'{name}' is assigned more than once", loc)
                 if name in results:
-                    if not T.can_cast(bound, results[name]):
-                        raise type_error(f"result '{name}' is declared {results[name]} but assigned {bound}", loc)
-                    bound = results[name]
+                    declared = results[name].type
+                    if not T.can_cast(bound, declared):
+                        raise type_error(f"result '{name}' is declared {declared} but assigned {bound}", loc)
+                    bound = declared
                 assigned.add(name)
                 self.scope[name] = bound
-        for name in results:
+        for name, result in results.items():
             if name not in assigned:
-                raise semantic_error(f"result '{name}' of fragment '{fragment.name}' is never assigned",
-                                     fragment.loc)
+                raise semantic_error(f"result '{name}' of fragment '{fragment.name}' is never assigned", result.loc)
 
     def check_graph(self, graph: ast.GraphDef) -> None:
         externals: set[str] = set()
-        if len(set(graph.params)) != len(graph.params):
-            raise semantic_error("graph parameters must be distinct", graph.loc)
+        for i, name in enumerate(graph.params):
+            if name in graph.params[:i]:
+                raise semantic_error(f"graph parameter '{name}' is declared twice",
+                                     _declared(graph.param_locs, i, graph))
         for assignment in graph.body:
             if not self.operators:
                 self._check_flat(assignment)
@@ -198,19 +202,22 @@ class _BodyChecker:
                 elif name in graph.params:
                     raise semantic_error(f"graph parameter '{name}' must be defined by external", loc)
                 self.scope[name] = bound
-        for name in graph.params:
+        for i, name in enumerate(graph.params):
             if name not in externals:
-                raise semantic_error(f"graph parameter '{name}' is never defined by external", graph.loc)
-        for name in graph.results:
+                raise semantic_error(f"graph parameter '{name}' is never defined by external",
+                                     _declared(graph.param_locs, i, graph))
+        for i, name in enumerate(graph.results):
             if name not in self.scope:
-                raise semantic_error(f"graph result '{name}' is never assigned", graph.loc)
+                raise semantic_error(f"graph result '{name}' is never assigned", _declared(graph.result_locs, i, graph))
 
     def _check_flat(self, assignment: ast.Assignment) -> None:
         rhs = assignment.rhs
-        if not isinstance(rhs, ast.Invocation) or not all(_is_flat(arg.value) for arg in rhs.args):
+        offending = [arg.value for arg in rhs.args if not _is_flat(arg.value)] if isinstance(rhs, ast.Invocation) \
+            else [rhs]
+        if offending:
             raise semantic_error(f"operator expressions need 'extension {OPERATOR_EXTENSION};' "
                                  "(the flat syntax allows one invocation of literals and identifiers)",
-                                 rhs.loc)
+                                 _first_non_flat(offending[0]).loc)
 
     def _bind(self, lhs: ast.Expr, value_type: T.AnyType, rhs: ast.Expr):
         """Yield (name, location, type) for each identifier of the left-hand side."""
@@ -374,7 +381,7 @@ def bind_arguments(fragment: ast.Fragment, args, loc: Location) -> dict:
     positional = [arg for arg in args if arg[0] is None]
     if len(positional) > len(fragment.params):
         raise semantic_error(f"'{fragment.name}' takes at most {len(fragment.params)} arguments, "
-                             f"{len(positional)} given", loc)
+                             f"{len(positional)} given", positional[len(fragment.params)][2])
     for param, (_, value, arg_loc) in zip(fragment.params, positional):
         if T.is_attribute(param.type):
             raise semantic_error(f"attribute '{param.name}' of '{fragment.name}' must be passed by name "
@@ -447,6 +454,21 @@ def _binary_result(op: str, left: T.AnyType, right: T.AnyType) -> T.AnyType | No
         if isinstance(right, ast.ArrayType) and T.common_type(left, right.item) is not None:
             return T.LOGICAL
     return None
+
+
+def _declared(locs: tuple[Location, ...], index: int, graph: ast.GraphDef) -> Location:
+    """Where the graph declaration names its `index`-th parameter or result (the graph itself if unknown)."""
+    return locs[index] if index < len(locs) else graph.loc
+
+
+def _first_non_flat(expr: ast.Expr) -> ast.Expr:
+    """The outermost part of `expr` that the flat syntax does not allow (`expr` itself unless it is an array
+    or tuple, whose items are then searched)."""
+    if isinstance(expr, (ast.ArrayExpr, ast.TupleExpr)):
+        for item in expr.items:
+            if not _is_flat(item):
+                return _first_non_flat(item)
+    return expr
 
 
 def _is_flat(expr: ast.Expr) -> bool:

@@ -126,7 +126,7 @@ def builtin(name: str, value, loc: Location | None):
             if not _INTEGER_TEXT.fullmatch(value):
                 raise _fail(f"'{value}' is not an integer literal", loc)
             return _check_int(int(value), loc)
-        return int(math.floor(value)) if isinstance(value, float) else int(value)
+        return _check_int(int(math.floor(value)), loc) if isinstance(value, float) else int(value)
     if name == "scalar":
         if isinstance(value, str):
             if not _SCALAR_TEXT.fullmatch(value) or not math.isfinite(float(value)):

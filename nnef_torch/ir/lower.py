@@ -203,11 +203,13 @@ class Lowerer:
 
     def _comprehension(self, expr: ast.Comprehension, env: dict[str, Any], generic) -> list:
         arrays = [(name, self.evaluate(array, env, generic), array.loc) for name, array in expr.iterators]
-        lengths = {len(array) for _, array, _ in arrays}
-        if len(lengths) > 1:
-            raise NNEFSemanticError(f"comprehension iterates arrays of different lengths {sorted(lengths)}", expr.loc)
+        length = len(arrays[0][1])
+        for name, array, loc in arrays[1:]:
+            if len(array) != length:
+                raise NNEFSemanticError(f"comprehension iterates arrays of different lengths: '{arrays[0][0]}' has "
+                                        f"{length} items, '{name}' has {len(array)}", loc)
         result = []
-        for i in range(lengths.pop() if lengths else 0):
+        for i in range(length):
             scope = dict(env)
             scope.update({name: array[i] for name, array, _ in arrays})
             if expr.condition is None or self.evaluate(expr.condition, scope, generic):
@@ -408,9 +410,9 @@ def _type_of(value: Any, tensors: Mapping[str, Tensor]):
 
 
 def _check_label(variable: Variable, labels: dict[str, Variable], loc: Location | None) -> None:
-    if not _LABEL.fullmatch(variable.label):
-        raise NNEFSemanticError(f"variable label '{variable.label}' must be non-empty and use only letters, digits "
-                                "and _ - . / \\", loc)
+    if not _LABEL.fullmatch(variable.label):  # argument validity of `variable` (spec 4.1.3)
+        raise NNEFShapeError(f"variable label '{variable.label}' must be non-empty and use only letters, digits "
+                             "and _ - . / \\", loc)
     first = labels.setdefault(variable.key, variable)
     if first is not variable and (first.shape != variable.shape or first.dtype != variable.dtype):
         raise NNEFShapeError(f"variables '{first.name}' and '{variable.name}' share label '{variable.label}' but "
