@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import Callable, TypeVar
 
 from nnef_torch.errors import Location, NNEFSyntaxError
+from nnef_torch.gc_pause import gc_paused
 from nnef_torch.format import ast
 from nnef_torch.format.lexer import TYPE_NAMES, Token, tokenize
 
 BUILTINS = ("shape_of", "length_of", "range_of") + TYPE_NAMES
 _BINARY_LEVELS = (("in",), ("&&", "||"), ("<", "<=", ">", ">=", "==", "!="), ("+", "-"), ("*", "/"))
+_BINARY_PRECEDENCE = {op: level for level, ops in enumerate(_BINARY_LEVELS) for op in ops}
 # Brackets, unary operators and nested types deeper than this are refused with a syntax error: the descent
 # recurses about a dozen Python frames per level, and Python's stack is the limit otherwise.
 MAX_NESTING = 50
@@ -24,18 +26,21 @@ _TERMINATORS = (";", ")", "]", "}")
 _R = TypeVar("_R")
 
 
+@gc_paused
 def parse_document(text: str, file: str | None = None) -> ast.Document:
     """Parse a whole document: version, extensions, fragment definitions and the graph."""
     parser = _Parser(text, file)
     return parser.run(lambda: parser.document(require_graph=True))
 
 
+@gc_paused
 def parse_fragments(text: str, file: str | None = None) -> tuple[ast.Fragment, ...]:
     """Parse a fragment library (such as the standard library): fragment definitions only."""
     parser = _Parser(text, file)
     return parser.run(lambda: parser.document(require_graph=False)).fragments
 
 
+@gc_paused
 def parse_expression(text: str, file: str | None = None) -> ast.Expr:
     """Parse one expression (used by graph.quant and tests)."""
     parser = _Parser(text, file)
@@ -47,6 +52,7 @@ def parse_expression(text: str, file: str | None = None) -> ast.Expr:
     return parser.run(whole)
 
 
+@gc_paused
 def parse_quantization(text: str, file: str | None = None) -> tuple[ast.QuantEntry, ...]:
     """Parse graph.quant (spec 5.3): lines of `"tensor": op(name = value, ...);`."""
     parser = _Parser(text, file)
@@ -362,16 +368,17 @@ class _Parser:
             return ast.IfElseExpr(condition, expr, otherwise, self.loc(token))
         return expr
 
-    def binary(self, level: int) -> ast.Expr:
-        if level == len(_BINARY_LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        while self.tok.kind in ("punct", "keyword") and self.tok.text in _BINARY_LEVELS[level]:
+    def binary(self, min_level: int) -> ast.Expr:
+        """Binary operators of precedence `min_level` and above, grouping left to right (precedence climbing)."""
+        left = self.unary()
+        while True:
             token = self.tok
+            level = _BINARY_PRECEDENCE.get(token.text) if token.kind in ("punct", "keyword") else None
+            if level is None or level < min_level:
+                return left
             self.pos += 1
             right = self.binary(level + 1)
             left = ast.BinaryExpr(token.text, left, right, self.loc(token))
-        return left
 
     def unary(self) -> ast.Expr:
         token = self.tok

@@ -13,6 +13,7 @@ from typing import Any, Callable, Collection, Mapping, Union
 
 from nnef_torch.errors import Location, NNEFError, NNEFSemanticError, NNEFShapeError
 from nnef_torch.format import ast
+from nnef_torch.gc_pause import gc_paused
 from nnef_torch.ir import evaluate, types as T
 from nnef_torch.ir.checker import BINARY_FRAGMENTS, UNARY_FRAGMENTS, bind_arguments, resolve_generic
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Tensor, Update, Variable
@@ -421,6 +422,7 @@ def _check_label(variable: Variable, labels: dict[str, Variable], loc: Location 
                              loc)
 
 
+@gc_paused
 def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
           input_shapes: Mapping[str, Any] | None = None, text: str | None = None) -> Graph:
     """Check `doc` and flatten it into an IR graph.
