@@ -12,4 +12,7 @@ from nnef_torch.errors import (
     NNEFUnsupportedError,
 )
 
+from nnef_torch.reader import read_graph, read_model
+from nnef_torch.tensors import read_tensor, write_tensor
+
 __version__ = "0.1.0"

@@ -512,3 +512,32 @@ def _swap_in(tmp: str, target: str, parent: str, name: str) -> None:
         os.rename(old, target)
         raise
     _remove(old)
+
+
+def read_file(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of one file (a lone .dat), refusing files larger than `max_bytes`."""
+    target = os.fspath(path)
+    try:
+        size = os.path.getsize(target)
+        if size > max_bytes:
+            raise NNEFContainerError(f"file of {size} bytes exceeds the limit of {max_bytes}", Location(file=target))
+        with open(target, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise NNEFContainerError(f"cannot read file: {error.strerror or error}", Location(file=target)) from None
+
+
+def write_file(path: str | os.PathLike, data: bytes) -> None:
+    """Write one file atomically: a temporary sibling renamed over the target once complete."""
+    target = os.path.abspath(os.fspath(path))
+    parent, name = os.path.split(target)
+    tmp = os.path.join(parent, f".{name}.tmp-{secrets.token_hex(6)}")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        _remove(tmp)
+        raise

@@ -1,0 +1,22 @@
+"""`read_tensor` / `write_tensor`: one .dat file to and from a numpy array."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from nnef_torch.format import container, tensor_file
+
+
+def read_tensor(source: str | os.PathLike | bytes | bytearray | memoryview) -> np.ndarray:
+    """Decode a .dat file (a path, or its bytes); quantized data comes back dequantized."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return tensor_file.decode(source).array
+    return tensor_file.decode(container.read_file(source), file=os.fspath(source)).array
+
+
+def write_tensor(path: str | os.PathLike, array: Any, *, quantization: dict[str, Any] | None = None,
+                 layout: str = "current") -> None:
+    """Encode `array` (numpy or torch) as a .dat file; see `tensor_file.encode` for quantization and layout."""
+    container.write_file(path, tensor_file.encode(array, quantization=quantization, layout=layout))

@@ -1,0 +1,36 @@
+"""The public surface other code relies on: names and signatures pinned."""
+from __future__ import annotations
+
+import inspect
+
+import nnef_torch
+
+
+def test_public_names():
+    for name in ("read_graph", "read_model", "read_tensor", "write_tensor", "NNEFError", "NNEFSyntaxError",
+                 "NNEFSemanticError", "NNEFTypeError", "NNEFShapeError", "NNEFTensorFileError",
+                 "NNEFQuantizationError", "NNEFContainerError", "NNEFUnsupportedError", "Location"):
+        assert hasattr(nnef_torch, name), name
+    for name in ("NNEFSyntaxError", "NNEFSemanticError", "NNEFShapeError", "NNEFTensorFileError",
+                 "NNEFQuantizationError", "NNEFContainerError", "NNEFUnsupportedError"):
+        assert issubclass(getattr(nnef_torch, name), nnef_torch.NNEFError)
+
+
+def test_signatures():
+    def sig(fn):
+        return str(inspect.signature(fn))
+    assert sig(nnef_torch.read_tensor) == "(source: 'str | os.PathLike | bytes | bytearray | memoryview') -> 'np.ndarray'"
+    assert sig(nnef_torch.write_tensor) == ("(path: 'str | os.PathLike', array: 'Any', *, "
+                                            "quantization: 'dict[str, Any] | None' = None, layout: 'str' = 'current')"
+                                            " -> 'None'")
+    assert list(inspect.signature(nnef_torch.read_model).parameters) == [
+        "path", "load_tensors", "atomic", "custom_shapes", "input_shapes"]
+    assert list(inspect.signature(nnef_torch.read_graph).parameters) == [
+        "text", "file", "quant_text", "quant_file", "atomic", "custom_shapes", "input_shapes"]
+
+
+def test_importing_the_format_layer_does_not_import_torch():
+    import subprocess
+    import sys
+    code = "import sys, nnef_torch; nnef_torch.read_graph; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
