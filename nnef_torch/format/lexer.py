@@ -16,16 +16,15 @@ TYPE_NAMES = ("integer", "scalar", "logical", "string")
 PUNCTUATION = ("->", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "^", "<", ">", "!",
                "(", ")", "[", "]", "{", "}", ":", "=", ",", ";", "?")
 
-_SPACE = " \t\v\f\r\n"
 # One pass over the text: each alternative is a token kind; the last one catches anything unexpected.
 _TOKEN = re.compile(r"""
     (?P<space>[ \t\v\f\r]+|\n|\#[^\n\f]*)
   | (?P<number>[0-9]+(?P<fraction>\.[0-9]*)?(?P<exponent>[eE][+-]?[0-9]+)?)
   | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<string>'(?:[^'\\\n\f]|\\[^\n\f])*'|"(?:[^"\\\n\f]|\\[^\n\f])*")
-  | (?P<punct>->|<=|>=|==|!=|&&|\|\||[-+*/^<>!()\[\]{}:=,;?])
+  | (?P<punct>{punct})
   | (?P<other>.)
-""", re.VERBOSE | re.DOTALL)
+""".format(punct="|".join(re.escape(p) for p in PUNCTUATION)), re.VERBOSE | re.DOTALL)
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _WORD = re.compile(r"\w*")
 MAX_INTEGER = 2 ** 63 - 1  # integer literals must fit a signed 64-bit integer

@@ -130,7 +130,7 @@ class Lowerer:
                 updates.append(self._update(op, variables, updates))
         order = {name: i for i, name in enumerate(doc.graph.params)}
         externals.sort(key=lambda external: order[external.name])
-        outputs = tuple(env[name].name if False else final(env[name]).name for name in doc.graph.results)
+        outputs = tuple(final(env[name]).name for name in doc.graph.results)
         signature = Signature(tuple(externals), tuple(variables), tuple(updates), outputs)
         custom = tuple(fragment for fragment in doc.fragments if fragment.body is None or self.is_atomic(fragment.name))
         return Graph(doc.graph.name, doc.version, doc.extensions, tensors, operations, signature, custom)
