@@ -1,4 +1,4 @@
-"""The bad-input suite: malformed NNEF documents and graph.quant texts, one row each (spec 3.1-3.3, 4, 5.3, 6).
+"""The bad-input suite: malformed NNEF documents, one row each (graph.quant rows: tests/format/test_quant_file.py) (spec 3.1-3.3, 4, 5.3, 6).
 
 Each row names the error class, the line and column where the error IS according to the spec (not where some
 implementation happens to notice it), and a piece of the message. Every row also states what the Khronos `nnef`
@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from nnef_torch.errors import (
-    NNEFError, NNEFQuantizationError, NNEFSemanticError, NNEFShapeError, NNEFSyntaxError, NNEFTypeError,
+    NNEFError, NNEFSemanticError, NNEFShapeError, NNEFSyntaxError, NNEFTypeError,
 )
 from nnef_torch.format.parser import parse_document
-from nnef_torch.format.quant_file import read_quantization
 from nnef_torch.ir.lower import lower
 from nnef_torch.stdlib import standard_fragments
 
@@ -623,53 +622,14 @@ def test_source_line_after_a_form_feed_is_the_line_counted():
 
 
 def test_ids_are_unique_and_the_table_is_large_enough(capsys):
-    ids = [row.id for row in ROWS + QUANT_ROWS]
+    ids = [row.id for row in ROWS]
     assert len(ids) == len(set(ids))
-    assert len(ROWS) >= 70 and len(QUANT_ROWS) >= 10
+    assert len(ROWS) >= 70
     with capsys.disabled():
         print("\n[bad inputs] " + ", ".join(f"{name} {len(rows)}" for name, rows in CATEGORIES.items())
-              + f"; graph.quant {len(QUANT_ROWS)}; total {len(ROWS) + len(QUANT_ROWS)}; Khronos: "
+              + f"; total {len(ROWS)} (graph.quant rows: tests/format/test_quant_file.py); Khronos: "
               + ", ".join(f"{verdict} {sum(row.khronos == verdict for row in ROWS)}"
                           for verdict in (PARSE, LOWERED, SHAPES, ACCEPTS, CRASHES, SLOW, NONE)))
-
-
-# ---- graph.quant (spec 5.3) --------------------------------------------------------------------------------
-
-# A graph whose tensors the quantization rows name, for the Khronos check.
-QUANT_GRAPH = body("output = relu(input);")
-LQ = "linear_quantize(min = 0.0, max = 1.0, bits = 8)"
-
-QUANT_ROWS = [
-    Bad("quant_missing_semicolon", f'"output": {LQ}\n"input": {LQ};\n', NNEFQuantizationError, 1, 58,
-        "expected ';'"),
-    Bad("quant_missing_colon", f'"output" {LQ};\n', NNEFQuantizationError, 1, 10, "expected ':'"),
-    Bad("quant_key_not_a_string", f'output: {LQ};\n', NNEFQuantizationError, 1, 1, "expected a string"),
-    Bad("quant_unterminated_key", f'"output: {LQ};\n', NNEFQuantizationError, 1, 1, "unterminated string"),
-    Bad("quant_bad_character", f'"output": {LQ}; $\n', NNEFQuantizationError, 1, 60, "unexpected character '$'"),
-    Bad("quant_unknown_operation", '"output": fancy_quantize(bits = 8);\n', NNEFQuantizationError, 1, 11,
-        "unknown quantization operation 'fancy_quantize'"),
-    Bad("quant_positional_argument", '"output": linear_quantize(0.0, max = 1.0, bits = 8);\n',
-        NNEFQuantizationError, 1, 27, "must be named"),
-    Bad("quant_unknown_parameter", '"output": linear_quantize(min = 0.0, max = 1.0, bits = 8, signed = true);\n',
-        NNEFQuantizationError, 1, 59, "no parameter 'signed'"),
-    Bad("quant_duplicate_parameter", '"output": linear_quantize(min = 0.0, min = 1.0, bits = 8);\n',
-        NNEFQuantizationError, 1, 38, "'min' is given twice"),
-    Bad("quant_missing_parameter", '"output": linear_quantize(min = 0.0, max = 1.0);\n', NNEFQuantizationError,
-        1, 11, "needs 'bits'"),
-    Bad("quant_wrong_type", '"output": linear_quantize(min = 0.0, max = 1.0, bits = 8.5);\n', NNEFQuantizationError,
-        1, 56, "'bits' must be integer, found scalar 8.5"),
-    Bad("quant_identifier_value", '"output": linear_quantize(min = x, max = 1.0, bits = 8);\n',
-        NNEFQuantizationError, 1, 33, "must be a literal"),
-    Bad("quant_tensor_twice", f'"output": {LQ};\n"output": {LQ};\n', NNEFQuantizationError, 2, 1,
-        "'output' is quantized twice"),
-]
-
-
-@pytest.mark.parametrize("row", QUANT_ROWS, ids=[row.id for row in QUANT_ROWS])
-def test_bad_quantization_is_rejected_at_its_position(row: Bad):
-    with pytest.raises(NNEFError) as info:
-        read_quantization(row.text, standard_fragments())
-    _check(info.value, row, "graph.quant")
 
 
 # ---- the Khronos oracle ------------------------------------------------------------------------------------
@@ -723,10 +683,3 @@ def khronos_verdicts() -> dict[str, str]:
                          ids=[row.id for row in ROWS if row.khronos not in (NONE, SLOW)])
 def test_khronos_agrees(row: Bad, khronos_verdicts: dict[str, str]):
     assert khronos_verdicts[row.id] == row.khronos
-
-
-@pytest.mark.parametrize("row", QUANT_ROWS, ids=[row.id for row in QUANT_ROWS])
-def test_khronos_rejects_bad_quantization(row: Bad):
-    nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
-    with pytest.raises(nnef.Error):
-        nnef.parse_string(QUANT_GRAPH, row.text)

@@ -91,6 +91,13 @@ class _Parser:
             raise self.error(f"expressions and types may nest at most {MAX_NESTING} levels deep")
         self.depth += 1
 
+    def nested(self, rule: Callable[..., _R], *args) -> _R:
+        """Run `rule` one nesting level deeper."""
+        self.enter()
+        result = rule(*args)
+        self.depth -= 1
+        return result
+
     # -- token helpers --
     @property
     def tok(self) -> Token:
@@ -204,10 +211,7 @@ class _Parser:
         return tuple(assignments)
 
     def lvalue(self, top: bool = False) -> ast.Expr:
-        self.enter()
-        expr = self._lvalue(top)
-        self.depth -= 1
-        return expr
+        return self.nested(self._lvalue, top)
 
     def _lvalue(self, top: bool) -> ast.Expr:
         start = self.tok
@@ -285,10 +289,7 @@ class _Parser:
                          f"found {_describe(token)}")
 
     def type_spec(self) -> ast.Type:
-        self.enter()
-        type_ = self._type_spec()
-        self.depth -= 1
-        return type_
+        return self.nested(self._type_spec)
 
     def _type_spec(self) -> ast.Type:
         start = self.tok
@@ -314,10 +315,7 @@ class _Parser:
 
     def literal_expr(self) -> ast.Expr:
         """A default value: literals, arrays and tuples of them (a leading minus is part of a number)."""
-        self.enter()
-        expr = self._literal_expr()
-        self.depth -= 1
-        return expr
+        return self.nested(self._literal_expr)
 
     def _literal_expr(self) -> ast.Expr:
         start = self.tok
@@ -362,9 +360,7 @@ class _Parser:
             token = self.expect("if")
             condition = self.binary(0)
             self.expect("else")
-            self.enter()
-            otherwise = self.if_else()
-            self.depth -= 1
+            otherwise = self.nested(self.if_else)
             return ast.IfElseExpr(condition, expr, otherwise, self.loc(token))
         return expr
 
@@ -384,9 +380,7 @@ class _Parser:
         token = self.tok
         if token.kind == "punct" and token.text in ("-", "+", "!"):
             self.pos += 1
-            self.enter()
-            operand = self.unary()
-            self.depth -= 1
+            operand = self.nested(self.unary)
             return ast.UnaryExpr(token.text, operand, self.loc(token))
         return self.power()
 
@@ -402,9 +396,7 @@ class _Parser:
         token = self.tok
         if token.kind == "punct" and token.text in ("-", "+", "!"):
             self.pos += 1
-            self.enter()
-            operand = self.power_operand()
-            self.depth -= 1
+            operand = self.nested(self.power_operand)
             return ast.UnaryExpr(token.text, operand, self.loc(token))
         return self.postfix()
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 import pytest
 
 from khronos import khronos
-from nnef_torch.errors import NNEFQuantizationError
+from nnef_torch.errors import NNEFError, NNEFQuantizationError
 from nnef_torch.format.quant_file import QuantSpec, print_quantization, read_quantization
 from nnef_torch.reader import read_graph
 from nnef_torch.stdlib import standard_fragments
+from test_bad_inputs import Bad, _check, body
 
 GRAPH = """version 1.0;
 graph G( input ) -> ( output )
@@ -53,25 +54,53 @@ def test_khronos_reads_the_same_quantization():
                 assert theirs[name][key] == pytest.approx(value)
 
 
-@pytest.mark.parametrize("text,message,column", [
-    ('"input": foo(bits = 8);', "unknown quantization operation 'foo'", 10),
-    ('"input": linear_quantize(min = 0.0, max = 1.0);', "needs 'bits'", 10),
-    ('"input": linear_quantize(0.0, max = 1.0, bits = 8);', "must be named", 26),
-    ('"input": linear_quantize(min = 0.0, max = 1.0, bits = 8, gain = 2.0);', "no parameter 'gain'", 58),
-    ('"input": linear_quantize(min = x, max = 1.0, bits = 8);', "literal", 32),
-    ('"input": linear_quantize(min = 0.0, max = 1.0, bits = 8.0);', "must be integer", 55),
-    ('"input": linear_quantize(min = 0.0, max = 1.0, bits = 8)', "expected ';'", 57),
-    ('input: linear_quantize(min = 0.0, max = 1.0, bits = 8);', "expected a string", 1),
-    ('"input": linear_quantize(min = 0.0, max = 1.0, bits = 8);\n"input": linear_quantize(min = 0.0, max = 1.0, '
-     'bits = 8);', "quantized twice", 1),
-    ('"input": relu();', "unknown quantization operation 'relu'", 10),
-])
-def test_bad_quantization_is_reported_with_position(text, message, column):
-    with pytest.raises(NNEFQuantizationError, match=message) as info:
-        read_quantization(text, standard_fragments())
-    assert info.value.location.file == "graph.quant"
-    assert info.value.location.column == column
-    assert "^" in str(info.value)
+# ---- graph.quant (spec 5.3) --------------------------------------------------------------------------------
+
+# A graph whose tensors the quantization rows name, for the Khronos check.
+QUANT_GRAPH = body("output = relu(input);")
+LQ = "linear_quantize(min = 0.0, max = 1.0, bits = 8)"
+
+QUANT_ROWS = [
+    Bad("quant_missing_semicolon", f'"output": {LQ}\n"input": {LQ};\n', NNEFQuantizationError, 1, 58,
+        "expected ';'"),
+    Bad("quant_missing_colon", f'"output" {LQ};\n', NNEFQuantizationError, 1, 10, "expected ':'"),
+    Bad("quant_key_not_a_string", f'output: {LQ};\n', NNEFQuantizationError, 1, 1, "expected a string"),
+    Bad("quant_unterminated_key", f'"output: {LQ};\n', NNEFQuantizationError, 1, 1, "unterminated string"),
+    Bad("quant_bad_character", f'"output": {LQ}; $\n', NNEFQuantizationError, 1, 60, "unexpected character '$'"),
+    Bad("quant_unknown_operation", '"output": fancy_quantize(bits = 8);\n', NNEFQuantizationError, 1, 11,
+        "unknown quantization operation 'fancy_quantize'"),
+    Bad("quant_positional_argument", '"output": linear_quantize(0.0, max = 1.0, bits = 8);\n',
+        NNEFQuantizationError, 1, 27, "must be named"),
+    Bad("quant_unknown_parameter", '"output": linear_quantize(min = 0.0, max = 1.0, bits = 8, signed = true);\n',
+        NNEFQuantizationError, 1, 59, "no parameter 'signed'"),
+    Bad("quant_duplicate_parameter", '"output": linear_quantize(min = 0.0, min = 1.0, bits = 8);\n',
+        NNEFQuantizationError, 1, 38, "'min' is given twice"),
+    Bad("quant_missing_parameter", '"output": linear_quantize(min = 0.0, max = 1.0);\n', NNEFQuantizationError,
+        1, 11, "needs 'bits'"),
+    Bad("quant_wrong_type", '"output": linear_quantize(min = 0.0, max = 1.0, bits = 8.5);\n', NNEFQuantizationError,
+        1, 56, "'bits' must be integer, found scalar 8.5"),
+    Bad("quant_identifier_value", '"output": linear_quantize(min = x, max = 1.0, bits = 8);\n',
+        NNEFQuantizationError, 1, 33, "must be a literal"),
+    Bad("quant_tensor_twice", f'"output": {LQ};\n"output": {LQ};\n', NNEFQuantizationError, 2, 1,
+        "'output' is quantized twice"),
+    Bad("quant_standard_op_that_is_not_a_quantizer", '"output": relu();\n', NNEFQuantizationError, 1, 11,
+        "unknown quantization operation 'relu'"),
+]
+
+
+@pytest.mark.parametrize("row", QUANT_ROWS, ids=[row.id for row in QUANT_ROWS])
+def test_bad_quantization_is_rejected_at_its_position(row: Bad):
+    with pytest.raises(NNEFError) as info:
+        read_quantization(row.text, standard_fragments())
+    _check(info.value, row, "graph.quant")
+
+
+
+@pytest.mark.parametrize("row", QUANT_ROWS, ids=[row.id for row in QUANT_ROWS])
+def test_khronos_rejects_bad_quantization(row: Bad):
+    nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
+    with pytest.raises(nnef.Error):
+        nnef.parse_string(QUANT_GRAPH, row.text)
 
 
 def test_keys_must_name_graph_tensors_not_labels():
