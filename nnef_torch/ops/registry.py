@@ -1,6 +1,6 @@
 """The op table: one entry per NNEF operation, keyed by its NNEF name, shared by import and export.
 
-Each facet of an entry (shape rule now; torch implementation and export rules later) is added by a decorator,
+Each facet of an entry (shape rule, torch implementation; export rules later) is added by a decorator,
 and adding the same facet twice for one op raises, so every op has exactly one definition of each.
 """
 from __future__ import annotations
@@ -15,6 +15,8 @@ Shape = tuple[int, ...]
 class OpEntry:
     name: str
     shape: Callable[..., Any] | None = None  # shape rule: (*input shapes, **attributes) -> result shape(s)
+    torch: Callable[..., Any] | None = None  # torch implementation: (*input tensors, **attributes) -> result(s)
+    typed: bool = False  # the torch implementation takes the generic type as `dtype=` (a torch.dtype)
 
 
 _TABLE: dict[str, OpEntry] = {}
@@ -44,5 +46,26 @@ def shape_rule(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return lambda fn: _register(name, "shape", fn)
 
 
+def torch_op(name: str, *, typed: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the torch implementation of NNEF op `name`.
+
+    The function keeps the NNEF signature like a shape rule, with tensors (or Python numbers where a literal was
+    given) in place of shapes, and returns a tensor, a tuple of tensors for several results, or a list for an array
+    result. It must also trace: the importer calls it once per operation with `torch.fx.Proxy` inputs, so the
+    attribute logic runs at load time and only torch calls reach the generated code. It may branch on attributes
+    and on `torch_common.static_shape` / `static_dtype` of its inputs, never on tensor values. With `typed=True` it
+    also receives the operation's generic type as `dtype=`.
+    """
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _register(name, "torch", fn)
+        _TABLE[name].typed = typed
+        return fn
+    return register
+
+
 def shape_rules() -> dict[str, Callable[..., Any]]:
     return {name: op.shape for name, op in _TABLE.items() if op.shape is not None}
+
+
+def torch_ops() -> dict[str, Callable[..., Any]]:
+    return {name: op.torch for name, op in _TABLE.items() if op.torch is not None}
