@@ -16,3 +16,19 @@ from nnef_torch.reader import read_graph, read_model
 from nnef_torch.tensors import read_tensor, write_tensor
 
 __version__ = "0.1.0"
+
+_TORCH_API = {"load": "nnef_torch.importer.load", "save": "nnef_torch.saving", "NNEFModule": "nnef_torch.importer.module"}
+
+
+def __getattr__(name: str):
+    """The torch side (`load`, `save`, `NNEFModule`) is imported on first use: reading files needs no torch."""
+    if name in _TORCH_API:
+        import importlib
+        value = getattr(importlib.import_module(_TORCH_API[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'nnef_torch' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_TORCH_API))

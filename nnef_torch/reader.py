@@ -63,9 +63,9 @@ def read_model(path: str | os.PathLike, *, load_tensors: bool = True, atomic: At
                input_shapes: Mapping[str, Any] | None = None) -> ModelData:
     """Open a model folder, graph.nnef path or archive, and check everything in it (spec chapter 6)."""
     with container.open_model(path) as files:
-        graph_file = _member(files.source, "graph.nnef")
+        graph_file = member_path(files.source, "graph.nnef")
         graph = read_graph(files.graph_text, file=graph_file, quant_text=files.quant_text,
-                           quant_file=_member(files.source, "graph.quant"), atomic=atomic,
+                           quant_file=member_path(files.source, "graph.quant"), atomic=atomic,
                            custom_shapes=custom_shapes, input_shapes=input_shapes)
         tensors: dict[str, TensorData] = {}
         if load_tensors:
@@ -84,7 +84,7 @@ def read_variable(files: container.ModelFiles, variable: Variable) -> TensorData
     return data
 
 
-def _member(source: str, name: str) -> str:
+def member_path(source: str, name: str) -> str:
     """How to name a file of the container in messages: a path, or 'archive:member'."""
     if os.path.isdir(source):
         return os.path.join(source, name)
@@ -93,4 +93,4 @@ def _member(source: str, name: str) -> str:
     return f"{source}:{name}"
 
 
-__all__ = ["ModelData", "NNEFError", "attach_quantization", "read_graph", "read_model", "read_variable"]
+__all__ = ["ModelData", "NNEFError", "attach_quantization", "member_path", "read_graph", "read_model", "read_variable"]

@@ -91,7 +91,7 @@ class _FolderStore:
     def display(self, rel: str) -> str:
         return os.path.join(self.folder, *rel.split("/"))
 
-    def read(self, rel: str, label: str) -> bytes:
+    def read(self, rel: str, label: str) -> bytearray:
         real = os.path.realpath(os.path.join(self.root, *rel.split("/")))
         where = Location(file=self.display(rel))
         if os.path.commonpath([real, self.root]) != self.root:
@@ -101,7 +101,11 @@ class _FolderStore:
             if not stat.S_ISREG(os.stat(real).st_mode):
                 raise NNEFContainerError(f"tensor file of label {label!r} is not a regular file", where)
             with open(real, "rb") as f:
-                return f.read()
+                size = os.fstat(f.fileno()).st_size
+                data = bytearray(size)  # writable, so decoded arrays can become tensor storage without a copy
+                if f.readinto(data) != size or f.read(1):
+                    raise NNEFContainerError(f"tensor file of label {label!r} changed size while being read", where)
+                return data
         except OSError as e:
             raise NNEFContainerError(f"cannot read tensor file of label {label!r}: {e.strerror or e}", where) from None
 
@@ -277,7 +281,7 @@ class ModelFiles:
         """The file name used for `label` in messages, e.g. 'model.tgz:conv1/filter.dat'."""
         return self._store.display(self._store.resolve(label) or label_to_relpath(label))
 
-    def tensor_bytes(self, label: str) -> bytes:
+    def tensor_bytes(self, label: str) -> bytes | bytearray:
         """The bytes of the tensor file of `label`; NNEFContainerError if it is missing or unreadable."""
         rel = self._store.resolve(label)
         if rel is None:

@@ -1,0 +1,238 @@
+"""IR graph -> fx graph: externals become placeholders, variables `get_attr`s, each operation the torch calls its
+op function makes when traced, graph.quant entries their quantization op, updates `write_state` calls at the end.
+
+The generated `forward` is straight-line code over torch calls; op functions ran once, here, on proxies.
+"""
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import torch
+import torch.fx as fx
+
+from nnef_torch.errors import NNEFError, NNEFUnsupportedError
+from nnef_torch.importer import state
+from nnef_torch.importer.naming import label_paths
+from nnef_torch.importer.tracer import OpTracer, annotate
+from nnef_torch.importer.weights import declared_dtype
+from nnef_torch.ir.graph import Graph, Operation, Ref
+from nnef_torch.ops import registry
+
+_SPECIAL = ("external", "variable", "update")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where the data of one variable (all variables sharing its label) lives in the module."""
+
+    key: str  # the case-insensitive label key
+    label: str  # the first spelling of the label
+    path: str  # dotted attribute path = state_dict key
+    nnef_type: str
+    shape: tuple[int, ...]
+    state: bool  # written by an `update`: a buffer rather than a Parameter
+
+
+def plan_slots(graph: Graph) -> dict[str, Slot]:
+    """One slot per label key, in declaration order."""
+    groups = graph.shared_variables()
+    updated = {update.variable for update in graph.signature.updates}
+    paths = label_paths(variables[0].label for variables in groups.values())
+    slots = {}
+    for key, variables in groups.items():
+        first = variables[0]
+        is_state = any(variable.name in updated for variable in variables)
+        slots[key] = Slot(key, first.label, paths[first.label], first.dtype, first.shape, is_state)
+    return slots
+
+
+def implementations(custom_ops: Mapping[str, Callable[..., Any]] | None) -> Callable[[str], Callable | None]:
+    custom = dict(custom_ops or {})
+
+    def find(name: str) -> Callable | None:
+        if name in custom:
+            return custom[name]
+        op = registry.entry(name)
+        return op.torch if op is not None else None
+    return find
+
+
+def check_supported(graph: Graph, find: Callable[[str], Callable | None]) -> None:
+    """Scan before converting: one error naming every operation (and quantization op) without an implementation."""
+    missing: list[tuple[str, Any]] = []
+    for op in graph.operations:
+        if op.name not in _SPECIAL and find(op.name) is None:
+            missing.append((op.name, op.location))
+    for name, spec in graph.quantization.items():
+        if find(spec.op) is None:
+            missing.append((f"{spec.op} (graph.quant entry of '{name}')", spec.location))
+    if not missing:
+        return
+    lines = [f"  {name} at {_where(location)}" for name, location in missing]
+    names = sorted({name.split(" ")[0] for name, _ in missing})
+    raise NNEFUnsupportedError(f"{len(missing)} operation(s) have no body and no implementation "
+                               f"({', '.join(names)}); pass custom_ops={{name: function}} to supply them:\n"
+                               + "\n".join(lines), missing[0][1])
+
+
+def _where(location: Any) -> str:
+    if location is None:
+        return "an unknown place"
+    return ":".join(str(part) for part in (location.file or "<graph>", location.line, location.column)
+                    if part is not None)
+
+
+class GraphBuilder:
+    def __init__(self, graph: Graph, root: torch.nn.Module, slots: Mapping[str, Slot],
+                 find: Callable[[str], Callable | None], custom_ops: Mapping[str, Callable[..., Any]] | None,
+                 float_dtype: torch.dtype | None):
+        self.graph = graph
+        self.root = root
+        self.slots = slots
+        self.find = find
+        self.custom = set(custom_ops or {})
+        self.float_dtype = float_dtype
+        self.tracer = OpTracer(root)
+        self.env: dict[str, Any] = {}
+        self.variables = {variable.name: variable for variable in graph.signature.variables}
+        self.state_reads: dict[str, fx.Proxy] = {}
+        self.writes: list[tuple[str, Any]] = []
+        self.special = {"external": self.external, "variable": self.variable, "update": self.update}
+
+    def build(self) -> fx.Graph:
+        for external in self.graph.signature.externals:
+            dtype = declared_dtype(external.dtype, self.float_dtype)
+            self.bind(external.name, self.tracer.placeholder(_identifier(external.name), external.shape, dtype))
+        for op in self.graph.operations:
+            handler = self.special.get(op.name)
+            try:
+                if handler is not None:
+                    handler(op)
+                else:
+                    self.operation(op)
+            except NNEFError as error:
+                if error.location is None:
+                    error.location = op.location
+                raise
+            except (TypeError, ValueError, IndexError, KeyError, RuntimeError, NotImplementedError) as error:
+                raise NNEFUnsupportedError(f"cannot convert '{op.name}' to torch: {error}", op.location) from error
+        for slot_path, value in self.writes:
+            target = self.tracer.create_proxy("get_attr", slot_path, (), {})
+            self.tracer.create_proxy("call_function", state.write_state, (target, value), {})
+        outputs = tuple(self.env[name] for name in self.graph.outputs)
+        result = outputs[0] if len(outputs) == 1 else outputs
+        self.tracer.create_node("output", "output", (self.tracer.create_arg(result),), {})
+        fx_graph = self.tracer.graph
+        fx_graph.eliminate_dead_code()
+        fx_graph.lint()
+        return fx_graph
+
+    # -- the three ops that are part of the signature --
+    def external(self, op: Operation) -> None:
+        pass  # placeholders were made first, in declaration order
+
+    def variable(self, op: Operation) -> None:
+        variable = self.variables[op.outputs["output"].name]
+        slot = self.slots[variable.key]
+        if slot.path in self.state_reads:
+            self.bind(variable.name, self.state_reads[slot.path])
+            return
+        tensor = self.root.get_parameter(slot.path) if not slot.state and _is_parameter(self.root, slot.path) \
+            else self.root.get_buffer(slot.path)
+        proxy = self.tracer.get_attr(slot.path, slot.shape, tensor.dtype, name=_identifier(variable.name))
+        if slot.state:
+            proxy = self.tracer.create_proxy("call_function", state.read_state, (proxy,), {},
+                                             name=_identifier(variable.name) + "_old")
+            annotate(proxy, slot.shape, tensor.dtype)
+            self.state_reads[slot.path] = proxy
+        self.bind(variable.name, proxy)
+
+    def update(self, op: Operation) -> None:
+        target = op.inputs["variable"].name
+        value = self.value(op.inputs["value"])
+        self.writes.append((self.slots[self.variables[target].key].path, value))
+        self.env[op.outputs["result"].name] = value
+
+    # -- every other operation --
+    def operation(self, op: Operation) -> None:
+        fn = self.find(op.name)
+        args = [self.value(value) for value in op.inputs.values()]
+        kwargs = {_python_name(key): value for key, value in op.attribs.items()}
+        before = len(self.tracer.graph.nodes)
+        if op.name in self.custom:
+            result = self._custom_call(fn, args, kwargs, op)
+        else:
+            entry = registry.entry(op.name)
+            if entry is not None and entry.typed:
+                kwargs["dtype"] = declared_dtype(op.dtype or "scalar", self.float_dtype)
+            result = fn(*args, **kwargs)
+        fresh = set(list(self.tracer.graph.nodes)[before:])
+        results = list(op.outputs.values())
+        values = [result] if len(results) == 1 else list(result)
+        if len(values) != len(results):
+            raise NNEFUnsupportedError(f"'{op.name}' returned {len(values)} results, expected {len(results)}",
+                                       op.location)
+        for ref, value in zip(results, values):
+            if isinstance(ref, list):
+                if len(value) != len(ref):
+                    raise NNEFUnsupportedError(f"'{op.name}' returned {len(value)} tensors, expected {len(ref)}",
+                                               op.location)
+                for item_ref, item in zip(ref, value):
+                    self.bind(item_ref.name, item, fresh)
+            else:
+                self.bind(ref.name, value, fresh)
+
+    def _custom_call(self, fn: Callable, args: list, kwargs: dict, op: Operation) -> Any:
+        """A user's implementation stays one opaque call in the generated code (it need not be traceable)."""
+        proxy = self.tracer.create_proxy("call_function", fn, tuple(args), kwargs)
+        results = list(op.outputs.values())
+        if len(results) == 1 and not isinstance(results[0], list):
+            return proxy
+        if len(results) == 1:
+            return [proxy[i] for i in range(len(results[0]))]
+        return tuple(proxy[i] if not isinstance(ref, list) else [proxy[i][j] for j in range(len(ref))]
+                     for i, ref in enumerate(results))
+
+    # -- values --
+    def value(self, value: Any) -> Any:
+        if isinstance(value, Ref):
+            return self.env[value.name]
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        return value
+
+    def bind(self, name: str, value: Any, fresh: set[fx.Node] = frozenset()) -> None:
+        """Record tensor `name` (applying its graph.quant entry) with its static shape and dtype; a node made
+        for it alone takes its name, so the generated code reads like the graph."""
+        tensor = self.graph.tensors[name]
+        if not isinstance(value, fx.Proxy):
+            value = fx.Proxy(self.tracer.create_arg(torch.as_tensor(value)), self.tracer)
+        dtype = value.node.meta.get("nnef_dtype") if value.node.op in ("placeholder", "get_attr") else None
+        annotate(value, tensor.shape, dtype or declared_dtype(tensor.dtype or "scalar", self.float_dtype))
+        spec = self.graph.quantization.get(name)
+        if spec is not None:
+            fn = self.find(spec.op)
+            before = len(self.tracer.graph.nodes)
+            quantized = fn(value, **{_python_name(key): arg for key, arg in spec.args.items()})
+            fresh = set(list(self.tracer.graph.nodes)[before:])
+            annotate(quantized, tensor.shape, value.node.meta["nnef_dtype"])
+            value = quantized
+        if value.node in fresh:
+            value.node._rename(_identifier(name))
+        self.env[name] = value
+
+
+def _is_parameter(root: torch.nn.Module, path: str) -> bool:
+    module_path, _, leaf = path.rpartition(".")
+    module = root.get_submodule(module_path) if module_path else root
+    return leaf in module._parameters
+
+
+def _python_name(name: str) -> str:
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+def _identifier(name: str) -> str:
+    return name + "_" if keyword.iskeyword(name) else name

@@ -1,0 +1,158 @@
+"""`nnef_torch.load`: model files -> IR graph -> Parameters and buffers -> generated `NNEFModule`."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+import torch
+
+from nnef_torch.errors import NNEFError
+from nnef_torch.format import container
+from nnef_torch.importer.build import GraphBuilder, Slot, check_supported, implementations, plan_slots
+from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
+from nnef_torch.importer.weights import Storage, declared_dtype, to_tensor
+from nnef_torch.ir.graph import Graph
+from nnef_torch.reader import member_path, read_graph, read_variable
+
+PROGRESS_BYTES = 64 << 20  # show a progress bar on a terminal from this many bytes of variables
+
+
+def load(path: str | os.PathLike, *, device: Any = None, dtype: torch.dtype | None = None,
+         input_shapes: Mapping[str, Any] | None = None,
+         custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None) -> NNEFModule:
+    """Import an NNEF model (a folder, a graph.nnef file, or a .tar/.tgz/.tar.gz archive) as a torch module.
+
+    device: where Parameters and buffers live; 'meta' reads no tensor data (fill it later with `.materialize`).
+    dtype: the floating dtype of variables and of scalar inputs (default: as stored, float32 for inputs).
+    input_shapes: new shapes for graph inputs, by name (spec 2.2). custom_ops: torch implementations of
+    operations by name, called with the NNEF signature; they replace fragments defined in the document too.
+    progress: show a tqdm bar while reading tensors (default: on a terminal, for large models).
+    """
+    if dtype is not None and not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating dtype, not {dtype}")
+    find = implementations(custom_ops)
+    custom_shapes = {name: _meta_shape_rule(fn) for name, fn in (custom_ops or {}).items()}
+    device = torch.device(device) if device is not None else None
+    with container.open_model(path) as files:
+        graph = read_graph(files.graph_text, file=member_path(files.source, "graph.nnef"),
+                           quant_text=files.quant_text, quant_file=member_path(files.source, "graph.quant"),
+                           atomic=lambda name: find(name) is not None, custom_shapes=custom_shapes,
+                           input_shapes=input_shapes)
+        check_supported(graph, find)
+        slots = plan_slots(graph)
+        root = torch.nn.Module()
+        storage: dict[str, Storage] = {}
+        if device is not None and device.type == "meta":
+            for slot in slots.values():
+                empty = torch.empty(slot.shape, dtype=declared_dtype(slot.nnef_type, dtype), device="meta")
+                place(root, slot.path, empty, _trainable(slot, empty))
+        else:
+            for slot, tensor, stored in _read_tensors(files, graph, slots, device, dtype, progress):
+                place(root, slot.path, tensor, _trainable(slot, tensor))
+                storage[slot.key] = stored
+        source = files.source
+        graph_text, quant_text = files.graph_text, files.quant_text
+    fx_graph = GraphBuilder(graph, root, slots, find, custom_ops, dtype).build()
+    module = NNEFModule(root, fx_graph, class_name=_class_name(graph.name))
+    for slot in slots.values():  # variables no operation reads are still part of the model
+        if not _has(module, slot.path):
+            place(module, slot.path, tensor_at(root, slot.path), _trainable(slot, tensor_at(root, slot.path)))
+    module.meta[INFO_KEY] = ModelInfo(graph, graph_text, quant_text, slots, storage, os.fspath(source))
+    return module
+
+
+def fill_from_source(module: NNEFModule, device: Any, progress: bool | None) -> None:
+    """Read every variable of `module` from the files it was loaded from, onto `device`."""
+    info = module.nnef
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    with container.open_model(info.source) as files:
+        for slot, tensor, stored in _read_tensors(files, info.graph, info.slots, device, None, progress):
+            current = tensor_at(module, slot.path)
+            value = tensor.to(current.dtype) if current.dtype.is_floating_point else tensor
+            place(module, slot.path, value, isinstance(current, torch.nn.Parameter))
+            info.storage[slot.key] = stored
+    for name, buffer in list(module.named_buffers()):  # constants made while tracing
+        if buffer.is_meta:
+            raise NNEFError(f"buffer '{name}' has no data source; load the model on a real device instead")
+
+
+def _read_tensors(files: container.ModelFiles, graph: Graph, slots: Mapping[str, Slot], device, dtype,
+                  progress: bool | None) -> Iterator[tuple[Slot, torch.Tensor, Storage]]:
+    """Decode each variable's file in turn and move it to its device, so host memory holds one file at a time."""
+    groups = graph.shared_variables()
+    sizes = {key: _nbytes(slot) for key, slot in slots.items()}
+    bar = _progress_bar(sum(sizes.values()), progress)
+    try:
+        for key, slot in slots.items():
+            variable = groups[key][0]
+            data = read_variable(files, variable)
+            tensor, stored = to_tensor(data, graph.quantization.get(variable.name), name=variable.name,
+                                       file=files.tensor_path(variable.label))
+            del data
+            if dtype is not None and tensor.is_floating_point():
+                tensor = tensor.to(dtype)
+            if device is not None:
+                tensor = tensor.to(device)
+            yield slot, tensor, stored
+            if bar is not None:
+                bar.update(sizes[key])
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _progress_bar(total: int, progress: bool | None):
+    show = progress if progress is not None else (total >= PROGRESS_BYTES and sys.stderr.isatty())
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(total=total, unit="B", unit_scale=True, desc="loading NNEF tensors")
+
+
+def _nbytes(slot: Slot) -> int:
+    count = 1
+    for extent in slot.shape:
+        count *= extent
+    return count * 4
+
+
+def _trainable(slot: Slot, tensor: torch.Tensor) -> bool:
+    return not slot.state and tensor.is_floating_point()
+
+
+def _has(module: torch.nn.Module, path: str) -> bool:
+    try:
+        tensor_at(module, path)
+        return True
+    except (AttributeError, KeyError):
+        return False
+
+
+def _class_name(name: str) -> str:
+    return name if name.isidentifier() else "NNEFGraph"
+
+
+def _meta_shape_rule(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A shape rule for a custom op: run its implementation on meta tensors (None where that fails)."""
+    def rule(*shapes: Any, **attribs: Any) -> Any:
+        def meta(shape: Any) -> Any:
+            if isinstance(shape, list):
+                return [meta(item) for item in shape]
+            return torch.empty(shape, device="meta")
+        try:
+            result = fn(*(meta(shape) for shape in shapes), **attribs)
+        except Exception:  # noqa: BLE001 - an implementation that cannot run on meta tensors has unknown shapes
+            return None
+        return _shapes_of(result)
+    return rule
+
+
+def _shapes_of(result: Any) -> Any:
+    if isinstance(result, torch.Tensor):
+        return tuple(result.shape)
+    if isinstance(result, tuple):
+        return tuple(_shapes_of(item) for item in result)
+    if isinstance(result, Iterable):
+        return [_shapes_of(item) for item in result]
+    return ()

@@ -1,0 +1,91 @@
+"""The module `nnef_torch.load` returns: an `fx.GraphModule` that remembers the NNEF model it came from."""
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from nnef_torch.importer.build import Slot
+from nnef_torch.importer.weights import Storage
+from nnef_torch.ir.graph import Graph
+
+INFO_KEY = "nnef"
+
+
+@dataclass
+class ModelInfo:
+    """What saving needs beyond the module's tensors: the graph as written, and how each variable was stored."""
+
+    graph: Graph
+    graph_text: str
+    quant_text: str | None
+    slots: dict[str, Slot]
+    storage: dict[str, Storage] = field(default_factory=dict)
+    source: str | None = None
+
+
+class NNEFModule(fx.GraphModule):
+    """An imported NNEF graph. `forward` is generated code (see `.code`); Parameters and buffers follow the
+    variable labels (`conv1/filter` -> `conv1.filter`); `save` writes the model back as NNEF."""
+
+    @property
+    def nnef(self) -> ModelInfo:
+        return self.meta[INFO_KEY]
+
+    @property
+    def nnef_graph(self) -> Graph:
+        """The flat IR graph the module was generated from."""
+        return self.nnef.graph
+
+    def label_of(self, path: str) -> str:
+        """The NNEF variable label of a state_dict key."""
+        for slot in self.nnef.slots.values():
+            if slot.path == path:
+                return slot.label
+        raise KeyError(path)
+
+    def save(self, path: str | os.PathLike, *, compress: bool | None = None, progress: bool | None = None) -> None:
+        """Write the same graph (and graph.quant) with the current values of the variables."""
+        from nnef_torch.importer.save import save_imported
+        save_imported(self, path, compress=compress, progress=progress)
+
+    def materialize(self, device: Any = None, *, progress: bool | None = None) -> NNEFModule:
+        """Fill a module loaded with `device='meta'` from its files, one tensor at a time, straight on `device`."""
+        from nnef_torch.importer.load import fill_from_source
+        fill_from_source(self, device, progress)
+        return self
+
+    def __deepcopy__(self, memo: dict) -> NNEFModule:
+        result = super().__deepcopy__(memo)
+        result.meta[INFO_KEY] = copy.copy(self.nnef)
+        return result
+
+
+def tensor_at(module: torch.nn.Module, path: str) -> torch.Tensor:
+    module_path, _, leaf = path.rpartition(".")
+    owner = module.get_submodule(module_path) if module_path else module
+    if leaf in owner._parameters:
+        return owner._parameters[leaf]
+    return owner._buffers[leaf]
+
+
+def place(module: torch.nn.Module, path: str, tensor: torch.Tensor, trainable: bool) -> None:
+    """Set the Parameter (trainable) or persistent buffer at `path`, creating plain submodules on the way."""
+    owner = module
+    *parents, leaf = path.split(".")
+    for name in parents:
+        child = owner._modules.get(name)
+        if child is None:
+            child = torch.nn.Module()
+            owner.add_module(name, child)
+        owner = child
+    owner._parameters.pop(leaf, None)
+    owner._buffers.pop(leaf, None)
+    if trainable:
+        owner.register_parameter(leaf, torch.nn.Parameter(tensor, requires_grad=True))
+    else:
+        owner.register_buffer(leaf, tensor, persistent=True)

@@ -1,0 +1,48 @@
+"""Variable labels -> attribute paths of the module (`conv1/filter` -> `conv1.filter`, its state_dict key).
+
+A label's `/` (or `\\`) and `.` separate submodules. Segments that generated code cannot spell (Python keywords,
+empty segments) are adjusted, and a label whose path would clash with another's (`a` and `a/b`, `a/b` and
+`a.b`) falls back to one flat, unique attribute name, so every label keeps its own tensor.
+"""
+from __future__ import annotations
+
+import keyword
+import re
+from typing import Iterable
+
+_SEPARATORS = re.compile(r"[/\\.]")
+
+
+def label_paths(labels: Iterable[str]) -> dict[str, str]:
+    """Map each label (first spelling of each case-insensitive key) to a unique dotted attribute path."""
+    paths: dict[str, str] = {}
+    leaves: set[str] = set()
+    modules: set[str] = set()
+    for label in labels:
+        path = ".".join(_segment(part) for part in _SEPARATORS.split(label))
+        if _clashes(path, leaves, modules):
+            path = _unique("_".join(_segment(part) for part in _SEPARATORS.split(label)), leaves, modules)
+        parts = path.split(".")
+        modules.update(".".join(parts[:i]) for i in range(1, len(parts)))
+        leaves.add(path)
+        paths[label] = path
+    return paths
+
+
+def _segment(part: str) -> str:
+    if not part:
+        return "_"
+    return part + "_" if keyword.iskeyword(part) else part
+
+
+def _clashes(path: str, leaves: set[str], modules: set[str]) -> bool:
+    parts = path.split(".")
+    prefixes = {".".join(parts[:i]) for i in range(1, len(parts))}
+    return path in leaves or path in modules or bool(prefixes & leaves)
+
+
+def _unique(name: str, leaves: set[str], modules: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate in leaves or candidate in modules:
+        candidate, n = f"{name}_{n}", n + 1
+    return candidate
