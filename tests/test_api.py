@@ -29,6 +29,16 @@ def test_signatures():
         "text", "file", "quant_text", "quant_file", "atomic", "custom_shapes", "input_shapes"]
 
 
+def test_torch_side_signatures():
+    import inspect
+    params = inspect.signature(nnef_torch.load).parameters
+    assert list(params) == ["path", "device", "dtype", "input_shapes", "custom_ops", "progress"]
+    assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in list(params)[1:])
+    params = inspect.signature(nnef_torch.save).parameters
+    assert list(params) == ["module", "path", "example_inputs", "quantization", "compress", "progress"]
+    assert issubclass(nnef_torch.NNEFModule, __import__("torch").fx.GraphModule)
+
+
 def test_importing_the_format_layer_does_not_import_torch():
     import subprocess
     import sys

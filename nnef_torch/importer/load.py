@@ -9,6 +9,7 @@ import torch
 
 from nnef_torch.errors import NNEFError
 from nnef_torch.format import container
+import nnef_torch.ops.torch_ops  # noqa: F401  (registers the torch implementations)
 from nnef_torch.importer.build import GraphBuilder, Slot, check_supported, implementations, plan_slots
 from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
 from nnef_torch.importer.weights import Storage, declared_dtype, to_tensor

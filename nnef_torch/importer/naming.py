@@ -1,11 +1,13 @@
 """Variable labels -> attribute paths of the module (`conv1/filter` -> `conv1.filter`, its state_dict key).
 
 A label's `/` (or `\\`) and `.` separate submodules. Segments that generated code cannot spell (Python keywords,
-empty segments) are adjusted, and a label whose path would clash with another's (`a` and `a/b`, `a/b` and
-`a.b`) falls back to one flat, unique attribute name, so every label keeps its own tensor.
+empty segments) or that a module already uses as an attribute (`half`, `forward`) get a trailing `_`, and a label
+whose path would clash with another's (`a` and `a/b`, `a/b` and `a.b`) falls back to one flat, unique attribute
+name, so every label keeps its own tensor.
 """
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from typing import Iterable
@@ -32,7 +34,14 @@ def label_paths(labels: Iterable[str]) -> dict[str, str]:
 def _segment(part: str) -> str:
     if not part:
         return "_"
-    return part + "_" if keyword.iskeyword(part) else part
+    return part + "_" if keyword.iskeyword(part) or part in _reserved() else part
+
+
+@functools.lru_cache(maxsize=1)
+def _reserved() -> frozenset[str]:
+    """Names a module already uses (`half`, `forward`, `graph`, ...): a tensor cannot take them."""
+    from nnef_torch.importer.module import NNEFModule
+    return frozenset(dir(NNEFModule)) | {"meta", "training", "_graph", "_code"}
 
 
 def _clashes(path: str, leaves: set[str], modules: set[str]) -> bool:

@@ -1,0 +1,29 @@
+"""Write small NNEF models for importer tests: graph text, .dat files by label, optional graph.quant."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from nnef_torch.format import tensor_file
+
+
+def write_model(folder: Path, text: str, tensors: Mapping[str, np.ndarray] = {}, quant: str | None = None,
+                quantization: Mapping[str, dict] = {}) -> Path:
+    """`tensors` maps labels to arrays; `quantization` maps labels to the `encode` quantization of that file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "graph.nnef").write_text(text)
+    if quant is not None:
+        (folder / "graph.quant").write_text(quant)
+    for label, array in tensors.items():
+        path = folder / (label + ".dat")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        spec = quantization.get(label)
+        layout = "seed" if spec is not None and "op" in spec else "current"
+        path.write_bytes(tensor_file.encode(array, quantization=spec, layout=layout))
+    return folder
+
+
+def rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
