@@ -41,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 TARGETS = {"forward": 1.05, "train": 1.05, "load": 1.5, "peak": 1.3}
+MINIMA: dict[str, float] = {}  # the fastest sample of the last `interleaved` call, by name
 MODELS = ("resnet50", "transformer", "mlp", "lstm")
 
 
@@ -158,6 +159,7 @@ def interleaved(fns: dict[str, Callable[[], Any]], reps: int, min_sample: float,
             for _ in range(number):
                 fn()
             samples[name].append((time.perf_counter() - start) / number)
+    MINIMA.update({name: min(values) for name, values in samples.items()})
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -182,6 +184,7 @@ class Row:
     def __init__(self, model: str, measure: str, ours: float | None, twin: float | None,
                  khronos: float | None = None, note: str = ""):
         self.model, self.measure, self.ours, self.twin, self.khronos, self.note = model, measure, ours, twin, khronos, note
+        self.min_ratio = MINIMA["ours"] / MINIMA["twin"] if "ours" in MINIMA and "twin" in MINIMA else None
 
 
 def _fmt_ms(seconds: float | None) -> str:
@@ -399,14 +402,17 @@ def print_report(all_rows: list[Row], loads: dict[str, dict], checks: dict[str, 
     print()
     print(f"Compute (median ms per call, torch threads = {threads}; target ours/twin <= {TARGETS['forward']}x)")
     header = f"{'model':<12} {'measure':<14} {'ours ms':>10} {'twin ms':>10} {'khronos ms':>10} " \
-             f"{'ours/twin':>9} {'khr/twin':>9}  note"
+             f"{'ours/twin':>9} {'khr/twin':>9} {'min o/t':>8}  note"
     print(header)
     print("-" * len(header))
     for row in all_rows:
         target = TARGETS["train"] if row.measure.startswith("train") else TARGETS["forward"]
         ok = "" if row.ours is None or row.twin is None else ("ok" if row.ours / row.twin <= target else "OVER")
         print(f"{row.model:<12} {row.measure:<14} {_fmt_ms(row.ours)} {_fmt_ms(row.twin)} {_fmt_ms(row.khronos)} "
-              f"{_ratio(row.ours, row.twin):>9} {_ratio(row.khronos, row.twin):>9}  {ok} {row.note}")
+              f"{_ratio(row.ours, row.twin):>9} {_ratio(row.khronos, row.twin):>9} "
+              f"{'-' if row.min_ratio is None else f'{row.min_ratio:.3f}x':>8}  {ok} {row.note}")
+    print("  ours/twin and khr/twin compare medians; min o/t compares the fastest samples (less sensitive to other "
+          "load on the machine)")
     print()
     print(f"Load (median of fresh subprocesses, warm page cache; targets load/floor <= {TARGETS['load']}x, "
           f"peak/params <= {TARGETS['peak']}x)")
@@ -445,6 +451,21 @@ def print_report(all_rows: list[Row], loads: dict[str, dict], checks: dict[str, 
               f"batch 8 {check['batch8_rel']:.2e}   gradients {check['grad_rel']:.2e}")
 
 
+def _loadavg() -> str:
+    try:
+        return " ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def _busy_warning() -> str:
+    try:
+        busy = os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1)
+    except OSError:
+        return ""
+    return " -- WARNING: other processes are using the CPU; timings are noisy" if busy else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions; ResNet-50: no batch 8 forward, "
@@ -475,6 +496,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, Python {sys.version.split()[0]}, "
           f"nnef_tools {getattr(nnef_tools, '__version__', '?')}, quick={args.quick}")
     started = time.perf_counter()
+    print(f"load average at start: {_loadavg()} on {os.cpu_count()} cores" + _busy_warning())
     with tempfile.TemporaryDirectory(prefix="nnef_bench_") as tmp:
         workdir = args.workdir or tmp
         os.makedirs(workdir, exist_ok=True)
@@ -494,7 +516,7 @@ def main() -> None:
             if extra:
                 loads[name], checks[name] = extra["load"], extra["check"]
         print_report(all_rows, loads, checks, args.threads)
-    print(f"\ntotal {time.perf_counter() - started:.0f} s")
+    print(f"\ntotal {time.perf_counter() - started:.0f} s; load average at end: {_loadavg()}" + _busy_warning())
 
 
 if __name__ == "__main__":

@@ -18,11 +18,6 @@ from nnef_torch.ops.registry import torch_op
 from nnef_torch.ops.torch_common import aligned, as_tensor, is_literal, static_dtype, static_shape
 
 
-def _tensor(x: Any) -> Any:
-    """A literal argument of a unary op as a 0-d tensor, so every op returns a tensor."""
-    return as_tensor(x)
-
-
 def _operands(*xs: Any) -> tuple[Any, ...]:
     """Arguments aligned NNEF-style; when all are literals the first becomes a tensor so the result is one."""
     xs = aligned(*xs)
@@ -37,150 +32,150 @@ def round_half_away(x: Any) -> Any:
     return torch.trunc(x * 2.0) - torch.trunc(x)
 
 
-# Unary operations (spec 4.2.1).
+# Unary operations (spec 4.2.1); a literal argument becomes a 0-d tensor, so every op returns a tensor.
 
 @torch_op('copy')
 def copy(x: Any) -> torch.Tensor:
-    return _tensor(x).clone()
+    return as_tensor(x).clone()
 
 
 @torch_op('neg')
 def neg(x: Any) -> torch.Tensor:
-    return torch.neg(_tensor(x))
+    return torch.neg(as_tensor(x))
 
 
 @torch_op('rcp')
 def rcp(x: Any) -> torch.Tensor:
-    return torch.reciprocal(_tensor(x))
+    return torch.reciprocal(as_tensor(x))
 
 
 @torch_op('exp')
 def exp(x: Any) -> torch.Tensor:
-    return torch.exp(_tensor(x))
+    return torch.exp(as_tensor(x))
 
 
 @torch_op('log')
 def log(x: Any) -> torch.Tensor:
-    return torch.log(_tensor(x))
+    return torch.log(as_tensor(x))
 
 
 @torch_op('sin')
 def sin(x: Any) -> torch.Tensor:
-    return torch.sin(_tensor(x))
+    return torch.sin(as_tensor(x))
 
 
 @torch_op('cos')
 def cos(x: Any) -> torch.Tensor:
-    return torch.cos(_tensor(x))
+    return torch.cos(as_tensor(x))
 
 
 @torch_op('tan')
 def tan(x: Any) -> torch.Tensor:
-    return torch.tan(_tensor(x))
+    return torch.tan(as_tensor(x))
 
 
 @torch_op('sinh')
 def sinh(x: Any) -> torch.Tensor:
-    return torch.sinh(_tensor(x))
+    return torch.sinh(as_tensor(x))
 
 
 @torch_op('cosh')
 def cosh(x: Any) -> torch.Tensor:
-    return torch.cosh(_tensor(x))
+    return torch.cosh(as_tensor(x))
 
 
 @torch_op('tanh')
 def tanh(x: Any) -> torch.Tensor:
-    return torch.tanh(_tensor(x))
+    return torch.tanh(as_tensor(x))
 
 
 @torch_op('asin')
 def asin(x: Any) -> torch.Tensor:
-    return torch.asin(_tensor(x))
+    return torch.asin(as_tensor(x))
 
 
 @torch_op('acos')
 def acos(x: Any) -> torch.Tensor:
-    return torch.acos(_tensor(x))
+    return torch.acos(as_tensor(x))
 
 
 @torch_op('atan')
 def atan(x: Any) -> torch.Tensor:
-    return torch.atan(_tensor(x))
+    return torch.atan(as_tensor(x))
 
 
 @torch_op('asinh')
 def asinh(x: Any) -> torch.Tensor:
-    return torch.asinh(_tensor(x))
+    return torch.asinh(as_tensor(x))
 
 
 @torch_op('acosh')
 def acosh(x: Any) -> torch.Tensor:
-    return torch.acosh(_tensor(x))
+    return torch.acosh(as_tensor(x))
 
 
 @torch_op('atanh')
 def atanh(x: Any) -> torch.Tensor:
-    return torch.atanh(_tensor(x))
+    return torch.atanh(as_tensor(x))
 
 
 @torch_op('abs')
 def abs_(x: Any) -> torch.Tensor:
-    return torch.abs(_tensor(x))
+    return torch.abs(as_tensor(x))
 
 
 @torch_op('sign')
 def sign(x: Any) -> torch.Tensor:
-    return torch.sign(_tensor(x))
+    return torch.sign(as_tensor(x))
 
 
 @torch_op('not')
 def not_(x: Any) -> torch.Tensor:
-    return torch.logical_not(_tensor(x))
+    return torch.logical_not(as_tensor(x))
 
 
 @torch_op('floor')
 def floor(x: Any) -> torch.Tensor:
-    return torch.floor(_tensor(x))
+    return torch.floor(as_tensor(x))
 
 
 @torch_op('ceil')
 def ceil(x: Any) -> torch.Tensor:
-    return torch.ceil(_tensor(x))
+    return torch.ceil(as_tensor(x))
 
 
 @torch_op('round')
 def round_(x: Any) -> torch.Tensor:
     """Halfway cases round away from zero, not to even as `torch.round` does."""
-    return round_half_away(_tensor(x))
+    return round_half_away(as_tensor(x))
 
 
 # Simplifiers (spec 4.2.4): x ^ 2, x ^ 0.5, x ^ -2, x ^ -0.5, log(x) / log(2).
 
 @torch_op('sqr')
 def sqr(x: Any) -> torch.Tensor:
-    return torch.square(_tensor(x))
+    return torch.square(as_tensor(x))
 
 
 @torch_op('sqrt')
 def sqrt(x: Any) -> torch.Tensor:
-    return torch.sqrt(_tensor(x))
+    return torch.sqrt(as_tensor(x))
 
 
 @torch_op('rsqr')
 def rsqr(x: Any) -> torch.Tensor:
-    return torch.pow(_tensor(x), -2.0)
+    return torch.pow(as_tensor(x), -2.0)
 
 
 @torch_op('rsqrt')
 def rsqrt(x: Any) -> torch.Tensor:
-    return torch.rsqrt(_tensor(x))
+    return torch.rsqrt(as_tensor(x))
 
 
 @torch_op('log2')
 def log2(x: Any) -> torch.Tensor:
     """The exact base-2 logarithm (the definition's log(x) / log(2.0) misses exact powers of two by an ulp)."""
-    return torch.log2(_tensor(x))
+    return torch.log2(as_tensor(x))
 
 
 # Binary operations (spec 4.2.2): Python operators, so a literal may stand on either side.

@@ -137,11 +137,11 @@ def _avg(y: Any, window: Window, padding: Sequence[int], include_pad: bool, divi
     return _AVG[k](y, window.size, window.stride, padding, False, include_pad, divisor)
 
 
-def _box(x: Any, size: Sequence[int], border: str, padding: Padding, stride: Sequence[int],
+def _box(x: Any, like: Any, size: Sequence[int], border: str, padding: Padding, stride: Sequence[int],
          dilation: Sequence[int], normalize: bool) -> Any:
-    shape, dtype, device = static_shape(x), static_dtype(x), device_of(x)
+    """box of `x`, which has the static shape and type of the op input `like`."""
+    shape, dtype, device = static_shape(like), static_dtype(like), device_of(like)
     window = Window.of(shape, size, padding, stride, dilation)
-    like = x
     x, shape, window = _prepare(x, shape, window, border, None)
     ignore = border == "ignore"
     for dims in _chunks(window.active()):
@@ -173,19 +173,19 @@ def _box(x: Any, size: Sequence[int], border: str, padding: Padding, stride: Seq
 @torch_op('box')
 def box(input: Any, *, size: Sequence[int], border: str = "constant", padding: Padding = (),
         stride: Sequence[int] = (), dilation: Sequence[int] = (), normalize: bool = False) -> Any:
-    return _box(input, size, border, padding, stride, dilation, normalize)
+    return _box(input, input, size, border, padding, stride, dilation, normalize)
 
 
 @torch_op('avg_pool')
 def avg_pool(input: Any, *, size: Sequence[int], border: str = "constant", padding: Padding = (),
              stride: Sequence[int] = (), dilation: Sequence[int] = ()) -> Any:
-    return _box(input, size, border, padding, stride, dilation, True)
+    return _box(input, input, size, border, padding, stride, dilation, True)
 
 
 @torch_op('rms_pool')
 def rms_pool(input: Any, *, size: Sequence[int], border: str = "constant", padding: Padding = (),
              stride: Sequence[int] = (), dilation: Sequence[int] = ()) -> Any:
-    return torch.sqrt(_box(input * input, size, border, padding, stride, dilation, True))
+    return torch.sqrt(_box(input * input, input, size, border, padding, stride, dilation, True))
 
 
 def _upscaled(shape: Shape, size: Sequence[int], padding: Padding, stride: Sequence[int],
@@ -208,8 +208,12 @@ def debox(input: Any, *, size: Sequence[int], border: str = "constant", padding:
           normalize: bool = False) -> Any:
     shape = static_shape(input)
     upscaled, window = _upscaled(shape, size, padding, stride, dilation, output_shape)
+    active = window.active()
+    if all(window.size[i] == window.stride[i] and (window.dilation[i] == 1 or window.size[i] == 1)
+           and window.pads[i] == (0, 0) and upscaled[i] == shape[i] * window.stride[i] for i in active):
+        return _repeat(input, shape, window.stride, 1.0 / prod(size) if normalize else 1.0)
     x = input
-    for chunk in _chunks(window.active()):
+    for chunk in _chunks(active):
         part = window.pick(chunk)
         planes = Planes(shape, chunk, channel=True)
         extents, big = [shape[i] for i in chunk], [upscaled[i] for i in chunk]
@@ -223,6 +227,15 @@ def debox(input: Any, *, size: Sequence[int], border: str = "constant", padding:
                                   zip(extents, part.size, part.pads, part.stride, part.dilation, big)], input)
         x, shape = planes.scatter(y, big)
     return x
+
+
+def _repeat(x: Any, shape: Shape, factors: Sequence[int], scale: float) -> Any:
+    """Each element repeated `factors` times along each dimension (debox with non-overlapping windows)."""
+    split = [item for n, f in zip(shape, factors) for item in ((n, 1) if f > 1 else (n,))]
+    grown = [item for n, f in zip(shape, factors) for item in ((n, f) if f > 1 else (n,))]
+    if split != list(shape):
+        x = x.reshape(split).expand(grown).reshape([n * f for n, f in zip(shape, factors)])
+    return x * scale if scale != 1.0 else x
 
 
 def _window_index(index: Any, extents: Sequence[int], window: Window, padding: Sequence[int],

@@ -122,23 +122,27 @@ for op in ("min", "max"):
 
 # Integer tensors (the stdlib types these ops tensor<scalar>, so documents cannot use them, but custom code and
 # tensor operators may) and all-literal arguments (a graph needs an input): numpy references, function only.
+def function_row(op: str, inputs: dict[str, Any], **options: Any) -> None:
+    row(op, inputs, table=FUNCTION_CASES, **options)
+
+
 INT_X = rng.integers(-5, 5, (2, 3, 4))
 INT_Y = rng.integers(-5, 5, (2, 3))
-row("add", {"x": INT_X, "y": INT_Y}, id="add_integer", ref=lambda x, y: np.add(*np_aligned(x, y)), table=FUNCTION_CASES)
-row("add", {"x": INT_X, "y": 3}, id="add_integer_literal", ref=lambda x, y: x + y, table=FUNCTION_CASES)
-row("mul", {"x": INT_X, "y": INT_Y}, id="mul_integer", ref=lambda x, y: np.multiply(*np_aligned(x, y)), table=FUNCTION_CASES)
-row("min", {"x": INT_X, "y": INT_Y}, id="min_integer", ref=lambda x, y: np.minimum(*np_aligned(x, y)), table=FUNCTION_CASES)
-row("max", {"x": INT_X, "y": 0}, id="max_integer_literal", ref=lambda x, y: np.maximum(x, y), table=FUNCTION_CASES)
-row("min", {"x": 2, "y": INT_X}, id="min_integer_literal_left", ref=lambda x, y: np.minimum(x, y), table=FUNCTION_CASES)
-row("lt", {"x": INT_X, "y": INT_Y}, id="lt_integer", ref=lambda x, y: np.less(*np_aligned(x, y)), table=FUNCTION_CASES)
-row("eq", {"x": INT_X, "y": 0}, id="eq_integer_literal", ref=lambda x, y: x == y, table=FUNCTION_CASES)
-row("add", {"x": 1.5, "y": 2.0}, id="add_literals", ref=lambda x, y: np.float32(x + y), table=FUNCTION_CASES)
-row("sub", {"x": 1, "y": 3}, id="sub_integer_literals", ref=lambda x, y: np.int64(x - y), table=FUNCTION_CASES)
-row("pow", {"x": 2.0, "y": 3.0}, id="pow_literals", ref=lambda x, y: np.float32(x ** y), table=FUNCTION_CASES)
-row("lt", {"x": 1.0, "y": 2.0}, id="lt_literals", ref=lambda x, y: np.bool_(x < y), table=FUNCTION_CASES)
-row("and", {"x": True, "y": False}, id="and_literals", ref=lambda x, y: np.bool_(x and y), table=FUNCTION_CASES)
-row("max", {"x": 1.0, "y": -2.0}, id="max_literals", ref=lambda x, y: np.float32(max(x, y)), table=FUNCTION_CASES)
-row("neg", {"x": 2.0}, id="neg_literal", ref=lambda x: np.float32(-x), table=FUNCTION_CASES)
+function_row("add", {"x": INT_X, "y": INT_Y}, id="add_integer", ref=lambda x, y: np.add(*np_aligned(x, y)))
+function_row("add", {"x": INT_X, "y": 3}, id="add_integer_literal", ref=lambda x, y: x + y)
+function_row("mul", {"x": INT_X, "y": INT_Y}, id="mul_integer", ref=lambda x, y: np.multiply(*np_aligned(x, y)))
+function_row("min", {"x": INT_X, "y": INT_Y}, id="min_integer", ref=lambda x, y: np.minimum(*np_aligned(x, y)))
+function_row("max", {"x": INT_X, "y": 0}, id="max_integer_literal", ref=lambda x, y: np.maximum(x, y))
+function_row("min", {"x": 2, "y": INT_X}, id="min_integer_literal_left", ref=lambda x, y: np.minimum(x, y))
+function_row("lt", {"x": INT_X, "y": INT_Y}, id="lt_integer", ref=lambda x, y: np.less(*np_aligned(x, y)))
+function_row("eq", {"x": INT_X, "y": 0}, id="eq_integer_literal", ref=lambda x, y: x == y)
+function_row("add", {"x": 1.5, "y": 2.0}, id="add_literals", ref=lambda x, y: np.float32(x + y))
+function_row("sub", {"x": 1, "y": 3}, id="sub_integer_literals", ref=lambda x, y: np.int64(x - y))
+function_row("pow", {"x": 2.0, "y": 3.0}, id="pow_literals", ref=lambda x, y: np.float32(x ** y))
+function_row("lt", {"x": 1.0, "y": 2.0}, id="lt_literals", ref=lambda x, y: np.bool_(x < y))
+function_row("and", {"x": True, "y": False}, id="and_literals", ref=lambda x, y: np.bool_(x and y))
+function_row("max", {"x": 1.0, "y": -2.0}, id="max_literals", ref=lambda x, y: np.float32(max(x, y)))
+function_row("neg", {"x": 2.0}, id="neg_literal", ref=lambda x: np.float32(-x))
 
 # select(condition, true_value, false_value).
 row("select", {"condition": B1, "true_value": X, "false_value": normal(2, 3, 4)}, grad=True)
@@ -172,6 +176,9 @@ for op, attribs in [("relu", {}), ("sigmoid", {}), ("softplus", {}), ("gelu", {}
                     ("leaky_relu", {"alpha": 0.2}), ("leaky_relu", {"alpha": -0.5})]:
     suffix = "".join(f"_{key.rstrip('_')}{value}" for key, value in attribs.items())
     row(op, {"x": NONZERO * 3.0}, attribs, id=f"{op}{suffix}", grad=True)
+# log(exp(x) + 1) without its float overflow (the executor returns inf from x = 89 on).
+row("softplus", {"x": np.array([-100.0, -20.0, 0.0, 15.0, 25.0, 100.0], np.float32)}, id="softplus_large",
+    ref=lambda x: np.logaddexp(np.float32(0.0), x))
 
 
 def np_softabs(x: Any, epsilon: float) -> Any:

@@ -2,7 +2,8 @@
 max_pool_with_index).
 
 The Khronos executor is the reference for box, debox, avg_pool and max_pool with 'constant' and 'ignore' borders
-(it writes out of bounds for a strided debox with 'ignore' and normalize, so those rows use numpy); the numpy
+(its debox ignores `normalize`, dividing its input in place instead, and writes out of bounds for a strided
+debox with 'ignore' and normalize: those rows use numpy); the numpy
 loops of `window_numpy` for the other borders, more than 5 dimensions and the ops the executor lacks.
 """
 from __future__ import annotations
@@ -116,17 +117,23 @@ DEBOX_CASES = [
     OpCase('debox', {'input': rnd(1, 2, 3, 4)}, {'size': [1, 1, 2, 2], 'stride': [1, 1, 2, 2],
                                                 'padding': P0 + [(0, 0), (0, 0)]}, id='debox_nearest_upsample'),
     OpCase('debox', {'input': rnd(1, 2, 3, 4)}, {'size': [1, 1, 3, 3], 'stride': [1, 1, 2, 2]}, id='debox2d_stride'),
-    OpCase('debox', {'input': rnd(1, 2, 4, 4)}, {'size': [1, 1, 3, 3], 'normalize': True}, id='debox2d_normalize'),
+    OpCase('debox', {'input': rnd(1, 2, 4, 4)}, {'size': [1, 1, 3, 3], 'normalize': True}, ref=ref.debox,
+           id='debox2d_normalize'),
     OpCase('debox', {'input': rnd(1, 2, 4, 4)}, {'size': [1, 1, 3, 3], 'normalize': True, 'border': 'ignore'},
-           id='debox2d_ignore'),
+           ref=ref.debox, id='debox2d_ignore'),
+    OpCase('debox', {'input': rnd(1, 2, 4, 4)}, {'size': [1, 1, 3, 3], 'border': 'ignore'}, id='debox2d_ignore_sum'),
     OpCase('debox', {'input': rnd(1, 2, 3, 3)}, {'size': [1, 1, 3, 3], 'stride': [1, 1, 2, 2], 'normalize': True,
                                                 'border': 'ignore'}, ref=ref.debox, id='debox2d_ignore_stride'),
     OpCase('debox', {'input': rnd(1, 2, 3, 3)}, {'size': [1, 1, 3, 2], 'stride': [1, 1, 2, 2],
                                                 'output_shape': [1, 2, 6, 5]}, id='debox2d_output_shape'),
     OpCase('debox', {'input': rnd(1, 2, 4, 3)}, {'size': [1, 1, 2, 3], 'dilation': [1, 1, 2, 2],
                                                 'padding': P0 + [(1, 0), (2, 1)]}, id='debox2d_dilation'),
-    OpCase('debox', {'input': rnd(2, 3, 2, 2)}, {'size': [1, 3, 1, 1], 'normalize': True}, id='debox_channels'),
-    OpCase('debox', {'input': rnd(2, 3, 5)}, {'size': [1, 1, 3], 'stride': [1, 1, 3]}, id='debox1d'),
+    OpCase('debox', {'input': rnd(2, 3, 2, 2)}, {'size': [1, 3, 1, 1], 'normalize': True}, ref=ref.debox,
+           id='debox_channels'),
+    OpCase('debox', {'input': rnd(2, 3, 5)}, {'size': [1, 1, 3], 'stride': [1, 1, 3]}, id='debox1d_repeat'),
+    OpCase('debox', {'input': rnd(2, 3, 4, 3)}, {'size': [2, 1, 2, 3], 'stride': [2, 1, 2, 3], 'normalize': True},
+           id='debox_repeat_batch', ref=ref.debox),
+    OpCase('debox', {'input': rnd(2, 3, 5)}, {'size': [1, 1, 3], 'stride': [1, 1, 2]}, id='debox1d'),
     OpCase('debox', {'input': rnd(2, 2, 2, 3, 2)}, {'size': [2, 2, 2, 2, 1], 'stride': [1, 1, 2, 1, 1]},
            id='debox_4_window_dims'),
     OpCase('debox', {'input': rnd(1, 2, 5, 4)}, {'size': [1, 1, 3, 3], 'padding': P0 + [(-1, 1), (0, -1)]},
@@ -211,6 +218,8 @@ GRAD_CASES = [
            results=2, id='max_with_index_unfolded'),
     OpCase('debox', {'input': rnd(1, 2, 3, 3)}, {'size': [1, 1, 3, 3], 'stride': [1, 1, 2, 2], 'normalize': True,
                                                 'border': 'ignore'}, id='debox_ignore'),
+    OpCase('debox', {'input': rnd(2, 1, 2, 3)}, {'size': [2, 1, 1, 2], 'stride': [2, 1, 1, 2], 'normalize': True},
+           id='debox_repeat'),
     OpCase('debox', {'input': rnd(1, 1, 3, 2)}, {'size': [1, 1, 2, 2], 'stride': [1, 1, 2, 1],
                                                 'border': 'reflect-even'}, id='debox_reflect_even'),
     OpCase('sample', {'input': rnd(1, 2, 4, 4), 'index': indices((1, 2, 2, 2), [1, 1, 3, 3])},

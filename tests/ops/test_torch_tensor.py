@@ -208,6 +208,8 @@ CASES = [
            id='slice_end_zero_negative_stride'),  # end 0 is a plain index where the stride is not 1
     OpCase('slice', {'input': X}, {'axes': [1, 2], 'begin': [2, 2], 'end': [0, 0], 'stride': [-1, 1]},
            id='slice_mixed'),
+    OpCase('slice', {'input': X}, {'axes': [0, 2], 'begin': [-1, 3], 'end': [-3, -100], 'stride': [-1, -3]},
+           ref=slice_ref, id='slice_reverse_two_axes'),
     OpCase('slice', {'input': X}, {'axes': [0], 'begin': [1], 'end': [2]}, id='slice_batch'),
     # tile, gather, cast
     OpCase('tile', {'input': X}, {'repeats': [1, 2, 3]}),

@@ -118,30 +118,34 @@ def upscaled_shape(shape, size, padding, stride, dilation, output_shape):
 def _reverse_terms(shape, big, size, padding, stride, dilation, border):
     """For each upscaled position i: the (input position k, tap j) pairs with k * s + j * d = i + p.
     Input positions may lie outside [0, shape) (the border decides their value) unless border is 'ignore'."""
-    margin = [(f - 1) * d + abs(p) + abs(q) + n for f, d, (p, q), n in zip(size, dilation, padding, big)]
-    ranges = [range(-m // s - 1, n + m // s + 1) for m, s, n in zip(margin, stride, shape)]
     terms = {}
-    for k in itertools.product(*ranges):
-        if border == "ignore" and not all(0 <= ki < n for ki, n in zip(k, shape)):
-            continue
+    for i in itertools.product(*[range(n) for n in big]):
         for j in itertools.product(*[range(f) for f in size]):
-            i = tuple(ki * s + ji * d - p for ki, ji, s, d, (p, _) in zip(k, j, stride, dilation, padding))
-            if all(0 <= ii < n for ii, n in zip(i, big)):
-                terms.setdefault(i, []).append((k, j))
+            t = [ii + p - ji * d for ii, ji, d, (p, _) in zip(i, j, dilation, padding)]
+            if any(ti % s for ti, s in zip(t, stride)):
+                continue
+            k = tuple(ti // s for ti, s in zip(t, stride))
+            if border == "ignore" and not all(0 <= ki < n for ki, n in zip(k, shape)):
+                continue
+            terms.setdefault(i, []).append((k, j))
     return terms
 
 
-def _extended(x, border, margin):
-    """x with `margin` extra positions per side under `border`, and a function from positions to values."""
-    xe = border_pad(x, [(margin, margin)] * x.ndim, border)
-    return lambda k: xe[tuple(ki + margin for ki in k)]
+def _extended(x, border, terms, lead=0):
+    """x extended under `border` as far as `terms` reach (over its dims after `lead`), and a function from positions
+    (of those dims) to values (sub-arrays over the `lead` dims)."""
+    ks = [k for pairs in terms.values() for k, _ in pairs] or [(0,) * (x.ndim - lead)]
+    margins = [(max(0, -min(k[n] for k in ks)), max(0, max(k[n] for k in ks) - (x.shape[lead + n] - 1)))
+               for n in range(x.ndim - lead)]
+    xe = border_pad(x, [(0, 0)] * lead + margins, "constant" if border == "ignore" else border)
+    return lambda k: xe[(slice(None),) * lead + tuple(ki + before for ki, (before, _) in zip(k, margins))]
 
 
 def debox(x, size, border="constant", padding=(), stride=(), dilation=(), output_shape=(), normalize=False):
     big = upscaled_shape(x.shape, size, padding, stride, dilation, output_shape)
     padding, stride, dilation = geometry(big, size, padding, stride, dilation)
     terms = _reverse_terms(x.shape, big, size, padding, stride, dilation, border)
-    value = _extended(x.astype(np.float64), border, 64)
+    value = _extended(x.astype(np.float64), border, terms)
     y = np.zeros(big)
     for i, pairs in terms.items():
         y[i] = sum(value(k) for k, _ in pairs)
@@ -193,13 +197,12 @@ def deconv(x, w, bias=0.0, border="constant", padding=(), stride=(), dilation=()
     padding, stride, dilation = geometry(big, size, padding, stride, dilation)
     terms = _reverse_terms(x.shape[2:], big, size, padding, stride, dilation,
                            "ignore" if border in ("constant", "ignore") else border)
-    xe = border_pad(x, [(0, 0), (0, 0)] + [(64, 64)] * len(size),
-                    "constant" if border == "ignore" else border)
+    value = _extended(x, border, terms, lead=2)
     cin, cout = x.shape[1] // groups, w.shape[1]
     y = np.zeros([x.shape[0], cout * groups] + list(big))
     for i, pairs in terms.items():
         for k, j in pairs:
-            values = xe[(slice(None), slice(None)) + tuple(ki + 64 for ki in k)]  # [N, C]
+            values = value(k)  # [N, C]
             for g in range(groups):
                 taps = w[(slice(g * cin, (g + 1) * cin), slice(None)) + j]  # [cin, cout]
                 y[(slice(None), slice(g * cout, (g + 1) * cout)) + i] += values[:, g * cin:(g + 1) * cin] @ taps
