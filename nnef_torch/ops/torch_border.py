@@ -92,6 +92,11 @@ def pad_border(x: Any, padding: Padding, border: str = "constant", value: float 
     if all(pq == (0, 0) for pq in pads):
         return x
     if border in ("constant", "ignore"):
+        if any(n + min(p, 0) + min(q, 0) < 0 for n, (p, q) in zip(shape, pads)):  # F.pad crops first: grow first
+            grown = [(max(p, 0), max(q, 0)) for p, q in pads]
+            x = pad_border(x, grown, border, value, shape)
+            return pad_border(x, [(min(p, 0), min(q, 0)) for p, q in pads], border, value,
+                              [p + n + q for n, (p, q) in zip(shape, grown)])
         first = min(i for i, pq in enumerate(pads) if pq != (0, 0))
         return F.pad(x, _torch_pads(pads, first), value=float(value))
     if border not in _INDEXED:

@@ -83,14 +83,13 @@ def transposed_conv(x: Any, shape: Shape, filter: Any, bias: Any, border: str, p
         reach = [(max(0, ((f - 1) * d - p) // s), max(0, (big - 1 + p) // s - (n - 1)))
                  for n, big, f, (p, _), s, d in zip(shape[2:], upscaled, fsize, pads, stride, dilation)]
     x = pad_border(x, [(0, 0), (0, 0)] + reach, border, shape=shape)
-    crops = []
-    for n, big, f, (p, _), (a, b), s, d in zip(shape[2:], upscaled, fsize, pads, reach, stride, dilation):
-        start = p + a * s
-        crops.append((-start, big + start - ((n + a + b - 1) * s + (f - 1) * d + 1)))
+    lengths = [(n + a + b - 1) * s + (f - 1) * d + 1
+               for n, (a, b), f, s, d in zip(shape[2:], reach, fsize, stride, dilation)]
+    starts = [p + a * s for (p, _), (a, _), s in zip(pads, reach, stride)]
+    crops = [(-start, big + start - length) for start, big, length in zip(starts, upscaled, lengths)]
     inside = all(p <= 0 and q <= 0 for p, q in crops)  # a pure crop: the bias can go into the conv call
     y = _CONV_T[k](x, filter, bias if inside else None, stride, 0, 0, groups, dilation)
-    y = pad_border(y, [(0, 0), (0, 0)] + crops, shape=(shape[0], static_shape(filter)[1] * groups) + tuple(
-        (n + a + b - 1) * s + (f - 1) * d + 1 for n, (a, b), f, s, d in zip(shape[2:], reach, fsize, stride, dilation)))
+    y = pad_border(y, [(0, 0), (0, 0)] + crops, shape=[shape[0], static_shape(filter)[1] * groups] + lengths)
     if bias is not None and not inside:
         y = y + bias.reshape((-1,) + (1,) * k)
     return y

@@ -113,6 +113,13 @@ def _torch_padding(window: Window) -> list[int] | None:
     return None
 
 
+def _all_outside(shape: Shape, window: Window, border: str) -> bool:
+    """Whether every window lies wholly outside a zero-valued input (a crop beyond the extent on one side, the
+    output made of the other side's padding): the result is a constant then."""
+    return border in ("constant", "ignore") and any(n + min(p, 0) + min(q, 0) <= 0
+                                                     for n, (p, q) in zip(shape, window.pads))
+
+
 def _prepare(x: Any, shape: Shape, window: Window, border: str, fill: float | None) -> tuple[Any, Shape, Window]:
     """Apply what of the padding must be explicit: all of it for indexed borders and when `fill` is given (the
     value of a 'constant' border), else only the negative (cropping) part. Returns what remains to pad."""
@@ -142,8 +149,10 @@ def _box(x: Any, like: Any, size: Sequence[int], border: str, padding: Padding, 
     """box of `x`, which has the static shape and type of the op input `like`."""
     shape, dtype, device = static_shape(like), static_dtype(like), device_of(like)
     window = Window.of(shape, size, padding, stride, dilation)
-    x, shape, window = _prepare(x, shape, window, border, None)
     ignore = border == "ignore"
+    if _all_outside(shape, window, border):
+        return x.new_full(window.downscaled(shape), float("nan") if ignore and normalize else 0.0)
+    x, shape, window = _prepare(x, shape, window, border, None)
     for dims in _chunks(window.active()):
         part = window.pick(dims)
         dilated = any(d > 1 and f > 1 for f, d in zip(part.size, part.dilation))
@@ -152,6 +161,8 @@ def _box(x: Any, like: Any, size: Sequence[int], border: str, padding: Padding, 
         extents = [shape[i] for i in dims]
         out = part.downscaled(extents)
         padding = _torch_padding(part)
+        if len(dims) == 3 and any(n < f for n, f in zip(extents, part.size)):
+            padding = None  # avg_pool3d refuses an input smaller than the window, even when padded
         if not dilated and padding is not None:
             y = _avg(y, part, padding, not ignore, None if normalize else 1)
         else:
@@ -211,7 +222,8 @@ def debox(input: Any, *, size: Sequence[int], border: str = "constant", padding:
     active = window.active()
     if all(window.size[i] == window.stride[i] and (window.dilation[i] == 1 or window.size[i] == 1)
            and window.pads[i] == (0, 0) and upscaled[i] == shape[i] * window.stride[i] for i in active):
-        return _repeat(input, shape, window.stride, 1.0 / prod(size) if normalize else 1.0)
+        # each upscaled position gets exactly one input value: 'ignore' divides by that one
+        return _repeat(input, shape, window.stride, 1.0 / prod(size) if normalize and border != "ignore" else 1.0)
     x = input
     for chunk in _chunks(active):
         part = window.pick(chunk)
@@ -220,10 +232,11 @@ def debox(input: Any, *, size: Sequence[int], border: str = "constant", padding:
         mean = normalize and border != "ignore"
         ones = torch.full((1, 1) + part.size, 1.0 / prod(part.size) if mean else 1.0, dtype=static_dtype(input),
                           device=device_of(input))
-        y = transposed_conv(planes.gather(x), (1, 1, *extents), ones, None, border, part.pads, part.stride,
+        y = transposed_conv(planes.gather(x), planes.layout, ones, None, border, part.pads, part.stride,
                             part.dilation, big, 1)
-        if normalize and border == "ignore":
-            y = y / count_tensor([inside_counts_transposed(n, f, p, s, d, o) for n, f, (p, _), s, d, o in
+        if normalize and border == "ignore":  # positions no input reaches stay 0 (an empty sum)
+            y = y / count_tensor([[max(c, 1) for c in inside_counts_transposed(n, f, p, s, d, o)] for
+                                  n, f, (p, _), s, d, o in
                                   zip(extents, part.size, part.pads, part.stride, part.dilation, big)], input)
         x, shape = planes.scatter(y, big)
     return x
@@ -271,6 +284,10 @@ def _max_pool(x: Any, size: Sequence[int], border: str, padding: Padding, stride
     """Values and (if `with_index`) NNEF window indices of the maxima."""
     shape = static_shape(x)
     window = Window.of(shape, size, padding, stride, dilation)
+    if _all_outside(shape, window, border):
+        out = window.downscaled(shape)
+        return (x.new_full(out, float("-inf") if border == "ignore" else 0.0),
+                x.new_zeros(out, dtype=torch.int64) if with_index else None)
     x, shape, window = _prepare(x, shape, window, border, None if border == "ignore" else 0.0)
     active = window.active()
     if not active:

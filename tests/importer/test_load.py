@@ -242,3 +242,19 @@ def test_loading_makes_no_redundant_copies(tmp_path):
     assert peak < 1.3 * w.nbytes, f"peak {peak} bytes while loading {w.nbytes} bytes of data"
     parameter = module.get_parameter("layer.w")
     assert parameter.requires_grad and torch.equal(parameter.detach(), torch.from_numpy(w))
+
+
+def test_progress_bar_on_request(tmp_path, capsys):
+    w = rng().standard_normal((1, 3)).astype(np.float32)
+    folder = write_model(tmp_path, TWO_OUTPUTS, {"layer/w": w})
+    nnef_torch.load(folder, progress=True)
+    assert "loading NNEF tensors" in capsys.readouterr().err
+    nnef_torch.load(folder, progress=False)
+    assert "loading NNEF tensors" not in capsys.readouterr().err
+
+
+def test_archive_models_load(tmp_path):
+    module = nnef_torch.load(nnef_torch.__path__[0] + "/models/tiny_cnn")
+    module.save(tmp_path / "model.tar")
+    x = torch.rand(2, 1, 16, 16)
+    assert torch.equal(nnef_torch.load(tmp_path / "model.tar")(x), module(x))

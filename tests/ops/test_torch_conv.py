@@ -43,6 +43,8 @@ PAD_CASES = [
              ref=ref.pad, id=f'pad_far_{border}') for border in BORDERS],
     OpCase('pad', {'input': rnd(1, 1, 1, 4)}, {'padding': [(0, 0), (0, 0), (2, 1), (0, 0)], 'border': 'reflect'},
            ref=ref.pad, id='pad_reflect_extent_1'),
+    OpCase('pad', {'input': rnd(2, 1, 4)}, {'padding': [(0, 0), (-2, 4), (1, -2)], 'border': 'constant', 'value': -1.0},
+           ref=ref.pad, id='pad_crop_beyond_extent'),
 ]
 
 CONV_CASES = [
