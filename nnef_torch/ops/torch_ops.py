@@ -5,18 +5,12 @@ Split by idea, each module registering its own functions with `@torch_op`:
 - `torch_elementwise`: unary, binary and ternary ops, activations, quantization ops
 - `torch_reduce`: reductions, moments, softmax, l1 / l2 and batch normalization
 - `torch_tensor`: constant, reshaping and the other tensor shape ops, matmul, linear
-- `torch_border`, `torch_window`: border modes; conv, deconv, box, sampling and pooling ops, `pad`
+- `torch_window` (`torch_border`, `torch_conv`, `torch_pool`): border modes and `pad`; conv, deconv, box,
+  sampling and pooling ops
 - `torch_sampling`: up- and down-sampling, local normalizations, region-of-interest ops
 """
 from __future__ import annotations
 
-import importlib
-
-_MODULES = ("torch_elementwise", "torch_reduce", "torch_tensor", "torch_border", "torch_window", "torch_sampling")
-
-for _name in _MODULES:  # TODO(lead): plain imports once every module exists
-    try:
-        importlib.import_module(f"nnef_torch.ops.{_name}")
-    except ModuleNotFoundError as _error:
-        if _error.name != f"nnef_torch.ops.{_name}":
-            raise
+from nnef_torch.ops import (  # noqa: F401  (imported to register the implementations)
+    torch_elementwise, torch_reduce, torch_sampling, torch_tensor, torch_window,
+)

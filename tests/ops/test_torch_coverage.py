@@ -1,0 +1,36 @@
+"""Every standard operation has a torch implementation and at least one table row testing it."""
+from __future__ import annotations
+
+import importlib
+
+import nnef_torch.ops.torch_ops  # noqa: F401  (registers the implementations)
+from nnef_torch.ops import registry
+from nnef_torch.stdlib import standard_fragments
+from ops.torch_harness import OpCase
+
+TABLES = ("test_torch_elementwise", "test_torch_reduce", "test_torch_tensor", "test_torch_conv", "test_torch_pool",
+          "test_torch_sampling")
+SIGNATURE_OPS = {"external", "variable", "update"}  # the importer maps these to arguments, Parameters and buffers
+
+
+def _rows() -> list[OpCase]:
+    rows = []
+    for name in TABLES:
+        module = importlib.import_module(f"ops.{name}")
+        for value in vars(module).values():
+            if isinstance(value, list):
+                rows.extend(item for item in value if isinstance(item, OpCase))
+    return rows
+
+
+def test_every_standard_operation_has_a_torch_implementation():
+    missing = sorted(name for name in standard_fragments()
+                     if name not in SIGNATURE_OPS and (registry.entry(name) is None or registry.entry(name).torch is None))
+    assert not missing
+
+
+def test_every_implementation_has_test_rows():
+    tested = {row.op for row in _rows()}
+    untested = sorted(set(registry.torch_ops()) - tested)
+    assert not untested
+    assert len(registry.torch_ops()) == len(standard_fragments()) - len(SIGNATURE_OPS)
