@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import torch
@@ -42,23 +43,22 @@ def load(path: str | os.PathLike, *, device: Any = None, dtype: torch.dtype | No
                            input_shapes=input_shapes)
         check_supported(graph, find)
         slots = plan_slots(graph)
-        root = torch.nn.Module()
+        root = torch.nn.Module()  # meta placeholders: the graph is generated while the data is being read
+        for slot in slots.values():
+            empty = torch.empty(slot.shape, dtype=declared_dtype(slot.nnef_type, dtype), device="meta")
+            place(root, slot.path, empty, _trainable(slot))
         storage: dict[str, Storage] = {}
-        if device is not None and device.type == "meta":
-            for slot in slots.values():
-                empty = torch.empty(slot.shape, dtype=declared_dtype(slot.nnef_type, dtype), device="meta")
-                place(root, slot.path, empty, _trainable(slot, empty))
-        else:
-            for slot, tensor, stored in _read_tensors(files, graph, slots, device, dtype, progress):
-                place(root, slot.path, tensor, _trainable(slot, tensor))
+        with _Reader(files, graph, slots, device, dtype, progress) as reader:
+            fx_graph = GraphBuilder(graph, root, slots, find, custom_ops, dtype).build()
+            module = NNEFModule(root, fx_graph, class_name=_class_name(graph.name))
+            for slot in slots.values():  # variables no operation reads are still part of the model
+                if not _has(module, slot.path):
+                    place(module, slot.path, tensor_at(root, slot.path), _trainable(slot))
+            for slot, tensor, stored in reader.results():
+                place(module, slot.path, tensor, _trainable(slot))
                 storage[slot.key] = stored
         source = files.source
         graph_text, quant_text = files.graph_text, files.quant_text
-    fx_graph = GraphBuilder(graph, root, slots, find, custom_ops, dtype).build()
-    module = NNEFModule(root, fx_graph, class_name=_class_name(graph.name))
-    for slot in slots.values():  # variables no operation reads are still part of the model
-        if not _has(module, slot.path):
-            place(module, slot.path, tensor_at(root, slot.path), _trainable(slot, tensor_at(root, slot.path)))
     module.meta[INFO_KEY] = ModelInfo(graph, graph_text, quant_text, slots, storage, os.fspath(source))
     return module
 
@@ -118,8 +118,52 @@ def _nbytes(slot: Slot) -> int:
     return count * 4
 
 
-def _trainable(slot: Slot, tensor: torch.Tensor) -> bool:
-    return not slot.state and tensor.is_floating_point()
+def _trainable(slot: Slot) -> bool:
+    return not slot.state and slot.nnef_type == "scalar"
+
+
+class _Reader:
+    """Reads the variables' data on a worker thread (file reads release the GIL) while the caller generates code.
+
+    On leaving the block early (an error while generating), the worker is told to stop and is waited for, so the
+    container is never closed under it.
+    """
+
+    def __init__(self, files: container.ModelFiles, graph: Graph, slots: Mapping[str, Slot], device, dtype,
+                 progress: bool | None):
+        self.skip = device is not None and device.type == "meta"
+        self.stop = threading.Event()
+        self.items: list[tuple[Slot, torch.Tensor, Storage]] = []
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(files, graph, slots, device, dtype, progress),
+                                       name="nnef-tensor-reader", daemon=True)
+
+    def _run(self, *args: Any) -> None:
+        try:
+            for item in _read_tensors(*args):
+                if self.stop.is_set():
+                    return
+                self.items.append(item)
+        except BaseException as error:  # noqa: BLE001 - handed to the caller by results()
+            self.error = error
+
+    def __enter__(self) -> _Reader:
+        if not self.skip:
+            self.thread.start()
+        return self
+
+    def results(self) -> list[tuple[Slot, torch.Tensor, Storage]]:
+        if self.skip:
+            return []
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.items
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.skip:
+            self.stop.set()
+            self.thread.join()
 
 
 def _has(module: torch.nn.Module, path: str) -> bool:
