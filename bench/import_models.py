@@ -289,12 +289,18 @@ def write_transformer(folder: str | os.PathLike, seed: int = 0, layers: int = 4,
 
 
 class TransformerTwin(Twin):
-    """Post-norm encoder layers written with F.linear, explicit matmul/softmax attention and F.layer_norm."""
+    """Post-norm encoder layers written with F.linear, explicit matmul/softmax attention and F.layer_norm.
 
-    def __init__(self, a: dict[str, np.ndarray], layers: int, heads: int):
+    `mirror()` gives the same module with layer norm written as the graph writes it (var_mean, sub, add, rsqrt,
+    mul, mul, add): a diagnostic that separates the cost of the graph's formulation from the importer's."""
+
+    describe = "twin with the graph's layer norm (var_mean, sub, add, rsqrt, mul, mul, add)"
+
+    def __init__(self, a: dict[str, np.ndarray], layers: int, heads: int, fused_layer_norm: bool = True):
         super().__init__()
         self.heads = heads
         self.layers = layers
+        self.fused_layer_norm = fused_layer_norm
         self.labels = {}
         self.params = nn.ParameterDict()
         for label, array in a.items():
@@ -316,11 +322,21 @@ class TransformerTwin(Twin):
             probs = torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * (1 / math.sqrt(dh)), dim=-1)
             ctx = torch.matmul(probs, v).transpose(1, 2).reshape(batch, seq, d)
             attn = F.linear(ctx, P[p + "attn_out_weight"], P[p + "attn_out_bias"])
-            x = F.layer_norm(x + attn, (d,), P[p + "norm1_scale"], P[p + "norm1_offset"], BN_EPSILON)
+            x = self.layer_norm(x + attn, P[p + "norm1_scale"], P[p + "norm1_offset"])
             h = F.relu(F.linear(x, P[p + "ffn_fc1_weight"], P[p + "ffn_fc1_bias"]))
             h = F.linear(h, P[p + "ffn_fc2_weight"], P[p + "ffn_fc2_bias"])
-            x = F.layer_norm(x + h, (d,), P[p + "norm2_scale"], P[p + "norm2_offset"], BN_EPSILON)
+            x = self.layer_norm(x + h, P[p + "norm2_scale"], P[p + "norm2_offset"])
         return x
+
+    def layer_norm(self, x: torch.Tensor, scale: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+        if self.fused_layer_norm:
+            return F.layer_norm(x, x.shape[-1:], scale, offset, BN_EPSILON)
+        var, mean = torch.var_mean(x, -1, correction=0, keepdim=True)
+        return (x - mean) * torch.rsqrt(var + BN_EPSILON) * scale + offset
+
+    def mirror(self) -> "TransformerTwin":
+        arrays = {label: tensor.detach().numpy() for label, tensor in self.by_label().items()}
+        return TransformerTwin(arrays, self.layers, self.heads, fused_layer_norm=False).train(self.training)
 
 
 # -- (c) MLP 784-1024-1024-10 with relu --
