@@ -10,6 +10,7 @@ import torch
 
 from nnef_torch.errors import NNEFError
 from nnef_torch.format import container
+from nnef_torch.gc_pause import gc_paused
 import nnef_torch.ops.torch_ops  # noqa: F401  (registers the torch implementations)
 from nnef_torch.importer.build import GraphBuilder, Slot, check_supported, implementations, plan_slots
 from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
@@ -20,6 +21,7 @@ from nnef_torch.reader import member_path, read_graph, read_variable
 PROGRESS_BYTES = 64 << 20  # show a progress bar on a terminal from this many bytes of variables
 
 
+@gc_paused
 def load(path: str | os.PathLike, *, device: Any = None, dtype: torch.dtype | None = None,
          input_shapes: Mapping[str, Any] | None = None,
          custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None) -> NNEFModule:
