@@ -5,7 +5,6 @@ The generated `forward` is straight-line code over torch calls; op functions ran
 """
 from __future__ import annotations
 
-import keyword
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -18,6 +17,7 @@ from nnef_torch.importer.naming import label_paths
 from nnef_torch.importer.tracer import OpTracer, annotate
 from nnef_torch.importer.weights import declared_dtype
 from nnef_torch.ir.graph import Graph, Operation, Ref
+from nnef_torch.ir.lower import python_name
 from nnef_torch.ops import registry
 
 _SPECIAL = ("external", "variable", "update")
@@ -104,7 +104,7 @@ class GraphBuilder:
     def build(self) -> fx.Graph:
         for external in self.graph.signature.externals:
             dtype = declared_dtype(external.dtype, self.float_dtype)
-            self.bind(external.name, self.tracer.placeholder(_identifier(external.name), external.shape, dtype))
+            self.bind(external.name, self.tracer.placeholder(python_name(external.name), external.shape, dtype))
         for op in self.graph.operations:
             handler = self.special.get(op.name)
             try:
@@ -141,10 +141,10 @@ class GraphBuilder:
             return
         tensor = self.root.get_parameter(slot.path) if not slot.state and _is_parameter(self.root, slot.path) \
             else self.root.get_buffer(slot.path)
-        proxy = self.tracer.get_attr(slot.path, slot.shape, tensor.dtype, name=_identifier(variable.name))
+        proxy = self.tracer.get_attr(slot.path, slot.shape, tensor.dtype, name=python_name(variable.name))
         if slot.state:
             proxy = self.tracer.create_proxy("call_function", state.read_state, (proxy,), {},
-                                             name=_identifier(variable.name) + "_old")
+                                             name=python_name(variable.name) + "_old")
             annotate(proxy, slot.shape, tensor.dtype)
             self.state_reads[slot.path] = proxy
         self.bind(variable.name, proxy)
@@ -159,7 +159,7 @@ class GraphBuilder:
     def operation(self, op: Operation) -> None:
         fn = self.find(op.name)
         args = [self.value(value) for value in op.inputs.values()]
-        kwargs = {_python_name(key): value for key, value in op.attribs.items()}
+        kwargs = {python_name(key): value for key, value in op.attribs.items()}
         before = len(self.tracer.graph.nodes)
         if op.name in self.custom:
             result = self._custom_call(fn, args, kwargs, op)
@@ -215,12 +215,12 @@ class GraphBuilder:
         if spec is not None:
             fn = self.find(spec.op)
             before = len(self.tracer.graph.nodes)
-            quantized = fn(value, **{_python_name(key): arg for key, arg in spec.args.items()})
+            quantized = fn(value, **{python_name(key): arg for key, arg in spec.args.items()})
             fresh = set(list(self.tracer.graph.nodes)[before:])
             annotate(quantized, tensor.shape, value.node.meta["nnef_dtype"])
             value = quantized
         if value.node in fresh:
-            value.node._rename(_identifier(name))
+            value.node._rename(python_name(name))
         self.env[name] = value
 
 
@@ -228,11 +228,3 @@ def _is_parameter(root: torch.nn.Module, path: str) -> bool:
     module_path, _, leaf = path.rpartition(".")
     module = root.get_submodule(module_path) if module_path else root
     return leaf in module._parameters
-
-
-def _python_name(name: str) -> str:
-    return name + "_" if keyword.iskeyword(name) else name
-
-
-def _identifier(name: str) -> str:
-    return name + "_" if keyword.iskeyword(name) else name

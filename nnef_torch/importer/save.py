@@ -30,8 +30,7 @@ def _tensors(module: NNEFModule, progress: bool | None) -> Iterator[tuple[str, C
         bar = tqdm(total=len(slots), unit="tensor", desc="saving NNEF tensors")
     try:
         for slot in slots:
-            storage = info.storage.get(slot.key) or Storage(_default_item(tensor_at(module, slot.path)))
-            yield slot.label, _encoder(module, slot.path, storage)
+            yield slot.label, _encoder(module, slot.path, info.storage[slot.key])
             if bar is not None:
                 bar.update(1)
     finally:
@@ -41,9 +40,3 @@ def _tensors(module: NNEFModule, progress: bool | None) -> Iterator[tuple[str, C
 
 def _encoder(module: NNEFModule, path: str, storage: Storage) -> Callable[[], bytes]:
     return lambda: encode(tensor_at(module, path), storage)
-
-
-def _default_item(tensor):
-    import numpy as np
-    return np.dtype(str(tensor.dtype).replace("torch.", "")) if str(tensor.dtype) != "torch.bfloat16" \
-        else np.dtype("float32")

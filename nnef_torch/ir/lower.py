@@ -319,7 +319,7 @@ class Lowerer:
         if any(_has_unknown(shape) for shape in shapes):
             return None
         try:
-            result = rule(*shapes, **{_python_name(key): value for key, value in attribs.items()})
+            result = rule(*shapes, **{python_name(key): value for key, value in attribs.items()})
         except NNEFError as error:
             if error.location is None:
                 error.location = loc
@@ -336,7 +336,7 @@ class Lowerer:
         return ()
 
 
-def _python_name(name: str) -> str:
+def python_name(name: str) -> str:
     """Attribute names that are Python keywords (selu's `lambda`) reach Python functions with a trailing `_`."""
     return name + "_" if keyword.iskeyword(name) else name
 
