@@ -1,5 +1,6 @@
 """nnef_torch: a PyTorch-native, trainable bridge for the Khronos NNEF format."""
 from nnef_torch.errors import (
+    ExportError,
     Location,
     NNEFContainerError,
     NNEFError,
@@ -17,7 +18,8 @@ from nnef_torch.tensors import read_tensor, write_tensor
 
 __version__ = "0.1.0"
 
-_TORCH_API = {"load": "nnef_torch.importer.load", "save": "nnef_torch.saving", "NNEFModule": "nnef_torch.importer.module"}
+_TORCH_API = {"load": "nnef_torch.importer.load", "save": "nnef_torch.saving", "NNEFModule": "nnef_torch.importer.module",
+              "export": "nnef_torch.exporter.export", "Model": "nnef_torch.exporter.model"}
 
 
 def __getattr__(name: str):

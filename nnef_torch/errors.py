@@ -86,3 +86,14 @@ class NNEFContainerError(NNEFError, ValueError):
 
 class NNEFUnsupportedError(NNEFError, NotImplementedError):
     """Valid NNEF that this implementation cannot handle (e.g. custom ops without an implementation)."""
+
+
+class ExportError(NNEFError, ValueError):
+    """A torch module cannot be written as NNEF; `problems` lists every operation that stops it, with the source
+    line of the user's code that produced it."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        self.problems = list(problems or [])
+        if self.problems:
+            message = message + "\n" + "\n".join(f"  - {problem}" for problem in self.problems)
+        super().__init__(message)

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from nnef_torch.errors import NNEFUnsupportedError
+from nnef_torch.errors import ExportError, NNEFUnsupportedError
 from nnef_torch.importer.module import NNEFModule
 
 
@@ -14,16 +14,21 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: tuple
          quantization: Any = None, compress: bool | None = None, progress: bool | None = None) -> None:
     """Write `module` to `path` (a folder, or a .tgz/.tar.gz/.tar archive), atomically.
 
-    A module made by `nnef_torch.load` writes its own graph with the current values of its variables.
+    A module made by `nnef_torch.load` writes its own graph with the current values of its variables; any other
+    module is traced on `example_inputs` and exported (`nnef_torch.export`). The module itself is not changed.
     """
-    inner = getattr(module, "module", None)
-    if isinstance(inner, NNEFModule):  # DistributedDataParallel and similar wrappers
-        module = inner
+    from nnef_torch.exporter.trace import unwrap
+    module = unwrap(module)  # DistributedDataParallel and similar wrappers
     if isinstance(module, NNEFModule):
         if quantization is not None:
             raise NNEFUnsupportedError("quantization= applies when exporting a torch module; an imported module "
                                        "saves the graph.quant it was loaded with")
         module.save(path, compress=compress, progress=progress)
         return
-    raise NNEFUnsupportedError(f"saving a {type(module).__name__} needs the tracing exporter, which is not part "
-                               "of this version yet; only modules made by nnef_torch.load can be saved")
+    if example_inputs is None:
+        raise ExportError(f"saving a {type(module).__name__} traces it: pass example_inputs=(tensor, ...) with the "
+                          "shapes the NNEF graph should have")
+    if quantization is not None:
+        raise NNEFUnsupportedError("quantization= is not supported by the exporter yet")
+    from nnef_torch.exporter.export import export
+    export(module, example_inputs).save(path, compress=compress, progress=progress)

@@ -1,11 +1,12 @@
 """The op table: one entry per NNEF operation, keyed by its NNEF name, shared by import and export.
 
-Each facet of an entry (shape rule, torch implementation; export rules later) is added by a decorator,
-and adding the same facet twice for one op raises, so every op has exactly one definition of each.
+Each facet of an entry (shape rule, torch implementation, ATen export rules) is added by a decorator, and adding
+the same facet twice for one op raises, so every op has exactly one definition of each. Export rules are also
+indexed by the ATen operation they translate, and each ATen operation has exactly one rule.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 Shape = tuple[int, ...]
@@ -17,6 +18,10 @@ class OpEntry:
     shape: Callable[..., Any] | None = None  # shape rule: (*input shapes, **attributes) -> result shape(s)
     torch: Callable[..., Any] | None = None  # torch implementation: (*input tensors, **attributes) -> result(s)
     typed: bool = False  # the torch implementation takes the generic type as `dtype=` (a torch.dtype)
+    aten: dict[str, Callable[..., Any]] = field(default_factory=dict)  # ATen op name -> export rule
+
+
+_ATEN: dict[str, OpEntry] = {}  # ATen op name ('aten.conv2d.default') -> the entry whose rule exports it
 
 
 _TABLE: dict[str, OpEntry] = {}
@@ -61,6 +66,31 @@ def torch_op(name: str, *, typed: bool = False) -> Callable[[Callable[..., Any]]
         _TABLE[name].typed = typed
         return fn
     return register
+
+
+def export_rule(name: str, *aten_ops: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the function that exports the ATen operations `aten_ops` (overload names such as
+    'aten.conv2d.default') mainly as NNEF op `name` (a standard op, or a fragment the exporter defines).
+
+    The rule is called as `rule(emitter, *args, **kwargs)` with the ATen arguments, tensors replaced by the
+    `Ref`s of the NNEF tensors already written for them, and returns the `Ref` (or tuple of `Ref`s) of its result.
+    It writes operations through the emitter (`nnef_torch.exporter.emitter.Emitter`) and raises
+    `Unmappable` with a reason when these arguments have no exact NNEF form.
+    """
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        op = _TABLE.setdefault(name, OpEntry(name))
+        for aten in aten_ops:
+            if aten in _ATEN:
+                raise RuntimeError(f"{aten} already has an export rule ({_ATEN[aten].aten[aten].__qualname__})")
+            _ATEN[aten] = op
+            op.aten[aten] = fn
+        return fn
+    return register
+
+
+def export_rules() -> dict[str, Callable[..., Any]]:
+    """Every ATen operation the exporter translates, with its rule."""
+    return {aten: op.aten[aten] for aten, op in _ATEN.items()}
 
 
 def shape_rules() -> dict[str, Callable[..., Any]]:

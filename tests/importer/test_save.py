@@ -98,6 +98,7 @@ graph G( x ) -> ( y )
     assert (tmp_path / "out" / "q.dat").read_bytes() == (folder / "q.dat").read_bytes()
 
 
-def test_save_refuses_other_modules_until_the_exporter(tmp_path):
-    with pytest.raises(nnef_torch.NNEFUnsupportedError, match="exporter"):
+def test_save_of_a_torch_module_needs_example_inputs(tmp_path):
+    with pytest.raises(nnef_torch.ExportError, match="example_inputs"):
         nnef_torch.save(torch.nn.Linear(2, 2), tmp_path / "linear")
+    assert not (tmp_path / "linear").exists()

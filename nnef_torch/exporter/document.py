@@ -1,0 +1,71 @@
+"""IR graph -> NNEF document text: one flat invocation per operation, tensor inputs positional and attributes by
+name (those equal to their declared default are left out), preceded by the exporter fragments the graph uses."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from nnef_torch.exporter.emitter import _default, _is_tensor_param, declaration, exporter_fragments
+from nnef_torch.format import ast
+from nnef_torch.format.printer import print_assignment, print_fragment, print_literal
+from nnef_torch.ir.graph import Graph, Operation, Ref
+
+FRAGMENT_EXTENSIONS = ("KHR_enable_fragment_definitions", "KHR_enable_operator_expressions")
+
+
+def _value(value: Any) -> ast.Expr:
+    if isinstance(value, Ref):
+        return ast.Identifier(value.name)
+    if isinstance(value, list):
+        return ast.ArrayExpr(tuple(_value(item) for item in value))
+    if isinstance(value, tuple):
+        return ast.TupleExpr(tuple(_value(item) for item in value))
+    kind = {bool: "logical", int: "integer", float: "scalar", str: "string"}[type(value)]
+    return ast.Literal(value, kind)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as NNEF values (a tuple and a list of the same items are not)."""
+    return type(a) is type(b) and print_literal(a) == print_literal(b)
+
+
+def _assignment(op: Operation) -> ast.Assignment:
+    decl = declaration(op.name)
+    args = []
+    for param in decl.params:
+        if param.name in op.inputs and _is_tensor_param(param.type):
+            args.append(ast.Argument(None, _value(op.inputs[param.name])))
+        elif param.name in op.attribs:
+            value = op.attribs[param.name]
+            if param.default is not None and _same(value, _default(param.default)):
+                continue
+            args.append(ast.Argument(param.name, _value(value)))
+    generic = ast.PrimitiveType(op.dtype) if op.dtype is not None and _needs_generic(op, decl) else None
+    outputs = [_value(op.outputs[result.name]) for result in decl.results]
+    lhs = outputs[0] if len(outputs) == 1 else ast.TupleExpr(tuple(outputs))
+    return ast.Assignment(lhs, ast.Invocation(op.name, generic, tuple(args)))
+
+
+def _needs_generic(op: Operation, decl: ast.Fragment) -> bool:
+    """Write `<type>` only where the inputs do not determine it (external, variable, constant, cast)."""
+    for param in decl.params:
+        if isinstance(param.type, ast.TensorType) and param.type.item is not None and param.type.item.name == "?":
+            if isinstance(op.inputs.get(param.name), Ref):
+                return False
+    return True
+
+
+def graph_text(graph: Graph, fragments: Sequence[str] = ()) -> str:
+    """The graph.nnef text of an exported graph using the exporter fragments named in `fragments`."""
+    lines = ["version 1.0;"]
+    if fragments:
+        lines.append(f"extension {', '.join(FRAGMENT_EXTENSIONS)};")
+    lines.append("")
+    for name in fragments:
+        lines.append(print_fragment(exporter_fragments()[name]))
+    inputs = ", ".join(graph.inputs)
+    outputs = ", ".join(graph.outputs)
+    lines.append(f"graph {graph.name}( {inputs} ) -> ( {outputs} )")
+    lines.append("{")
+    lines.extend(f"    {print_assignment(_assignment(op))}" for op in graph.operations)
+    lines.append("}")
+    return "\n".join(lines) + "\n"

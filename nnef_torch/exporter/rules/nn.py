@@ -1,0 +1,245 @@
+"""Layers: matrix products, linear, convolutions, pooling, up-sampling and attention, as the high-level NNEF ops
+accelerators pattern-match."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from nnef_torch.exporter.emitter import FLOAT_MAX
+from nnef_torch.exporter.rules.common import Emitter, Unmappable, align, axis, is_ref, pairs
+from nnef_torch.exporter.rules.reduce import _row
+from nnef_torch.ops.registry import export_rule
+
+
+@export_rule("matmul", "aten.mm.default", "aten.bmm.default")
+def mm(e: Emitter, a: Any, b: Any) -> Any:
+    return e.op("matmul", a, b)
+
+
+@export_rule("matmul", "aten.addmm.default")
+def addmm(e: Emitter, bias: Any, a: Any, b: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    product = e.op("matmul", a, b)
+    if alpha != 1:
+        product = e.op("mul", product, float(alpha))
+    if beta != 1:
+        bias = e.op("mul", bias, float(beta)) if is_ref(bias) else bias * beta
+    product, bias = align(e, product, bias)
+    return e.op("add", product, bias)
+
+
+@export_rule("linear", "aten.linear.default")
+def linear(e: Emitter, x: Any, weight: Any, bias: Any = None) -> Any:
+    """`linear` takes [batch, in]; other ranks are flattened to two axes and back."""
+    shape = e.shape(x)
+    if len(shape) == 1:
+        flat = e.op("unsqueeze", x, axes=[0])
+    elif len(shape) > 2:
+        flat = e.op("reshape", x, shape=[-1, shape[-1]])
+    else:
+        flat = x
+    y = e.op("linear", flat, weight, _row(e, bias) if bias is not None else 0.0)
+    if len(shape) == 1:
+        return e.op("squeeze", y, axes=[0])
+    if len(shape) > 2:
+        return e.op("reshape", y, shape=list(shape[:-1]) + [e.shape(weight)[0]])
+    return y
+
+
+def _spatial(values: Any, k: int) -> list[int]:
+    values = [int(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    return values * k if len(values) == 1 else values
+
+
+@export_rule("conv", "aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default")
+def conv(e: Emitter, x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+         groups: int = 1) -> Any:
+    return _convolution(e, x, weight, bias, stride, padding, dilation, False, 0, groups)
+
+
+@export_rule("conv", "aten.conv1d.padding", "aten.conv2d.padding", "aten.conv3d.padding")
+def conv_same(e: Emitter, x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: str = "valid",
+              dilation: Any = 1, groups: int = 1) -> Any:
+    k = e.rank(x) - 2
+    if padding == "valid":
+        pads: Any = [0] * k
+    else:  # 'same' (stride 1): torch puts the odd extra cell at the end, as NNEF's automatic padding does
+        dilation_ = _spatial(dilation, k)
+        total = [(f - 1) * d for f, d in zip(e.shape(weight)[2:], dilation_)]
+        pads = [(t // 2, t - t // 2) for t in total]
+    return _convolution(e, x, weight, bias, stride, pads, dilation, False, 0, groups)
+
+
+@export_rule("deconv", "aten.conv_transpose1d.default", "aten.conv_transpose2d.input", "aten.conv_transpose3d.input")
+def conv_transpose(e: Emitter, x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
+                   output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
+    return _convolution(e, x, weight, bias, stride, padding, dilation, True, output_padding, groups)
+
+
+@export_rule("conv", "aten.convolution.default")
+def convolution(e: Emitter, x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
+                transposed: bool, output_padding: Any, groups: int) -> Any:
+    return _convolution(e, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+def _convolution(e: Emitter, x: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
+                 transposed: bool, output_padding: Any, groups: int) -> Any:
+    k = e.rank(x) - 2
+    if k < 1:
+        raise Unmappable("convolution of an input without batch and channel axes (unbatched) has no NNEF form")
+    stride, dilation = _spatial(stride, k), _spatial(dilation, k)
+    if padding and isinstance(padding[0] if isinstance(padding, (list, tuple)) else None, tuple):
+        pads = list(padding)
+    else:
+        pads = pairs(_spatial(padding, k))
+    b = _row(e, bias) if bias is not None else 0.0
+    if not transposed:
+        return e.op("conv", x, weight, b, padding=pads, stride=stride, dilation=dilation, groups=int(groups))
+    out = [int(d) for d in e.out.shape]
+    return e.op("deconv", x, weight, b, padding=pads, stride=stride, dilation=dilation, output_shape=out,
+                groups=int(groups))
+
+
+def _window(e: Emitter, x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool
+            ) -> tuple[list[int], list[int], list[tuple[int, int]], list[int], int]:
+    """NNEF window attributes over all axes (batch and channel get size 1) and how many cells of extra padding
+    ceil_mode adds at the end of the spatial axes."""
+    k = len(_spatial(kernel, 1)) if isinstance(kernel, (list, tuple)) and len(kernel) > 1 else e.rank(x) - 2
+    kernel = _spatial(kernel, k)
+    stride = _spatial(stride, k) if stride not in (None, []) else list(kernel)
+    padding, dilation = _spatial(padding, k), _spatial(dilation, k)
+    lead = e.rank(x) - k
+    pads, extra = [], 0
+    for n, f, s, p, d in zip(e.shape(x)[lead:], kernel, stride, padding, dilation):
+        fd = (f - 1) * d + 1
+        out = (n + 2 * p - fd) // s + 1
+        if ceil_mode:
+            out = -(-(n + 2 * p - fd) // s) + 1
+            if (out - 1) * s >= n + p:  # torch drops a last window that starts in the padding
+                out -= 1
+        q = (out - 1) * s + fd - n - p
+        extra = max(extra, q - p)
+        pads.append((p, q))
+    return ([1] * lead + kernel, [1] * lead + stride, [(0, 0)] * lead + pads, [1] * lead + dilation, extra)
+
+
+@export_rule("max_pool", "aten.max_pool1d.default", "aten.max_pool2d.default", "aten.max_pool3d.default",
+             "aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
+def max_pool(e: Emitter, x: Any, kernel: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+             ceil_mode: bool = False) -> Any:
+    size, stride_, pads, dilation_, _ = _window(e, x, kernel, stride, padding, dilation, ceil_mode)
+    y = e.op("max_pool", x, size=size, border="ignore", padding=pads, stride=stride_, dilation=dilation_)
+    if e.node.target.__name__.startswith(("max_pool2d_with", "max_pool3d_with")):
+        if len(e.node.users) and any(u.args[1] == 1 for u in e.node.users if u.target.__name__ == "getitem"):
+            raise Unmappable("max pooling indices have no exact NNEF form here (argmax_pool indexes differently)")
+        return y, None
+    return y
+
+
+@export_rule("avg_pool", "aten.avg_pool1d.default", "aten.avg_pool2d.default", "aten.avg_pool3d.default")
+def avg_pool(e: Emitter, x: Any, kernel: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+             count_include_pad: bool = True, divisor_override: Any = None) -> Any:
+    if divisor_override is not None:
+        raise Unmappable("avg_pool with divisor_override has no NNEF form")
+    size, stride_, pads, dilation, extra = _window(e, x, kernel, stride, padding, 1, ceil_mode)
+    if count_include_pad and extra > 0:
+        raise Unmappable("avg_pool with ceil_mode and count_include_pad divides edge windows by a count NNEF "
+                         "cannot express; use count_include_pad=False or ceil_mode=False")
+    border = "constant" if count_include_pad and any(p != (0, 0) for p in pads) else "ignore"
+    return e.op("avg_pool", x, size=size, border=border, padding=pads, stride=stride_, dilation=dilation)
+
+
+def _adaptive(e: Emitter, x: Any, output_size: Sequence[Any], reduce: str, pool: str) -> Any:
+    shape = e.shape(x)
+    k = len(output_size)
+    lead = len(shape) - k
+    outs = [shape[lead + i] if o is None else int(o) for i, o in enumerate(output_size)]
+    if all(o == 1 for o in outs):
+        return e.op(reduce, x, axes=list(range(lead, len(shape))))
+    if all(n % o == 0 for n, o in zip(shape[lead:], outs)):
+        size = [1] * lead + [n // o for n, o in zip(shape[lead:], outs)]
+        return e.op(pool, x, size=size, stride=size, border="ignore" if pool == "max_pool" else "constant")
+    for i, o in enumerate(outs):  # uneven windows: one reduction per output cell along each axis, concatenated
+        a, n = lead + i, e.shape(x)[lead + i]
+        if n == o:
+            continue
+        cells = []
+        for j in range(o):
+            begin, end = (j * n) // o, -(-((j + 1) * n) // o)
+            part = e.op("slice", x, axes=[a], begin=[begin], end=[end])
+            cells.append(e.op(reduce, part, axes=[a]))
+        x = e.op("concat", cells, axis=a)
+    return x
+
+
+@export_rule("avg_pool", "aten.adaptive_avg_pool1d.default", "aten.adaptive_avg_pool2d.default",
+             "aten.adaptive_avg_pool3d.default", "aten._adaptive_avg_pool2d.default")
+def adaptive_avg_pool(e: Emitter, x: Any, output_size: Any) -> Any:
+    return _adaptive(e, x, output_size, "mean_reduce", "avg_pool")
+
+
+@export_rule("max_pool", "aten.adaptive_max_pool1d.default", "aten.adaptive_max_pool2d.default",
+             "aten.adaptive_max_pool3d.default")
+def adaptive_max_pool(e: Emitter, x: Any, output_size: Any) -> Any:
+    y = _adaptive(e, x, output_size, "max_reduce", "max_pool")
+    if any(u.args[1] == 1 for u in e.node.users if getattr(u.target, "__name__", "") == "getitem"):
+        raise Unmappable("adaptive max pooling indices have no NNEF form")
+    return y, None
+
+
+def _factors(e: Emitter, x: Any) -> list[int]:
+    lead = 2
+    out = [int(d) for d in e.out.shape]
+    factors = []
+    for n, m in zip(e.shape(x)[lead:], out[lead:]):
+        if m % n:
+            raise Unmappable(f"up-sampling from {n} to {m} is not by an integer factor, which NNEF needs")
+        factors.append(m // n)
+    return factors
+
+
+@export_rule("nearest_upsample", "aten.upsample_nearest1d.vec", "aten.upsample_nearest2d.vec",
+             "aten.upsample_nearest3d.vec", "aten.upsample_nearest1d.default", "aten.upsample_nearest2d.default",
+             "aten.upsample_nearest3d.default")
+def upsample_nearest(e: Emitter, x: Any, *args: Any, **kwargs: Any) -> Any:
+    out = [int(d) for d in e.out.shape][2:]
+    if all(m < n and n % m == 0 for n, m in zip(e.shape(x)[2:], out)):
+        return e.op("nearest_downsample", x, factor=[n // m for n, m in zip(e.shape(x)[2:], out)])
+    return e.op("nearest_upsample", x, factor=_factors(e, x))
+
+
+@export_rule("multilinear_upsample", "aten.upsample_bilinear2d.vec", "aten.upsample_linear1d.vec",
+             "aten.upsample_trilinear3d.vec", "aten.upsample_bilinear2d.default")
+def upsample_linear(e: Emitter, x: Any, output_size: Any, align_corners: bool, *args: Any) -> Any:
+    factors = _factors(e, x)
+    if align_corners:
+        return e.op("multilinear_upsample", x, factor=factors, method="aligned", border="replicate")
+    return e.op("multilinear_upsample", x, factor=factors, method="symmetric", border="replicate")
+
+
+@export_rule("scaled_dot_product_attention", "aten.scaled_dot_product_attention.default")
+def attention(e: Emitter, q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
+              is_causal: bool = False, *, scale: Any = None, enable_gqa: bool = False) -> Any:
+    if dropout_p:
+        raise Unmappable("attention dropout is random and has no NNEF form; export in eval() mode")
+    if enable_gqa and e.shape(q)[-3] != e.shape(k)[-3]:
+        raise Unmappable("grouped-query attention with fewer key heads has no export rule yet")
+    rank = e.rank(q)
+    length, source = e.shape(q)[-2], e.shape(k)[-2]
+    scale = float(scale) if scale is not None else 1.0 / math.sqrt(e.shape(q)[-1])
+    mask: Any = 0.0
+    if is_causal:
+        import torch
+        causal = torch.ones(length, source, dtype=torch.bool).tril()
+        values = torch.zeros(length, source).masked_fill(~causal, -FLOAT_MAX)
+        mask = e.constant(values, f"constants/{e.node.name}_causal_mask")
+    elif attn_mask is not None:
+        mask = attn_mask
+        if e.dtype(mask) == "logical":
+            mask = e.op("select", mask, 0.0, -FLOAT_MAX)
+    if is_ref(mask) and e.rank(mask) < rank:
+        mask = e.op("unsqueeze", mask, axes=list(range(rank - e.rank(mask))))
+    out_shape = tuple(e.shape(q)[:-1]) + (e.shape(v)[-1],)
+    return e.op("scaled_dot_product_attention", q, k, v, mask, scale=scale, axis=rank - 1, out_shape=out_shape)
+
+
+__all__ = ["axis"]

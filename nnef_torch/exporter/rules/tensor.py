@@ -1,0 +1,254 @@
+"""Shape and data-movement ATen operations: views, permutations, joins and splits, slices, padding, gathers,
+constants and casts."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from nnef_torch.exporter.emitter import literal, nnef_type
+from nnef_torch.exporter.rules.common import Emitter, Unmappable, axes, axis, is_ref
+from nnef_torch.ops.registry import export_rule
+
+
+def _out_shape(e: Emitter) -> list[int]:
+    return [int(d) for d in e.out.shape]
+
+
+@export_rule("reshape", "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+             "aten.flatten.using_ints", "aten.unflatten.int")
+def view(e: Emitter, x: Any, *args: Any) -> Any:
+    shape = _out_shape(e)
+    if list(e.shape(x)) == shape:
+        return x
+    return e.op("reshape", x, shape=shape)
+
+
+@export_rule("transpose", "aten.permute.default")
+def permute(e: Emitter, x: Any, dims: list[int]) -> Any:
+    order = [axis(d, e.rank(x)) for d in dims]
+    return e.op("transpose", x, axes=order)
+
+
+@export_rule("transpose", "aten.transpose.int")
+def transpose(e: Emitter, x: Any, dim0: int, dim1: int) -> Any:
+    rank = e.rank(x)
+    order = list(range(rank))
+    a, b = axis(dim0, rank), axis(dim1, rank)
+    order[a], order[b] = order[b], order[a]
+    return e.op("transpose", x, axes=order)
+
+
+@export_rule("transpose", "aten.t.default", "aten.numpy_T.default")
+def t(e: Emitter, x: Any) -> Any:
+    rank = e.rank(x)
+    return e.op("transpose", x, axes=list(reversed(range(rank)))) if rank > 1 else e.op("copy", x)
+
+
+@export_rule("unsqueeze", "aten.unsqueeze.default")
+def unsqueeze(e: Emitter, x: Any, dim: int) -> Any:
+    return e.op("unsqueeze", x, axes=[axis(dim, e.rank(x) + 1)])
+
+
+@export_rule("squeeze", "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default")
+def squeeze(e: Emitter, x: Any, dims: Any = None) -> Any:
+    shape = e.shape(x)
+    chosen = [a for a in axes(dims, len(shape)) if shape[a] == 1]
+    return e.op("squeeze", x, axes=chosen) if chosen else e.op("copy", x)
+
+
+@export_rule("concat", "aten.cat.default")
+def cat(e: Emitter, tensors: list[Any], dim: int = 0) -> Any:
+    tensors = [t for t in tensors if 0 not in e.shape(t)]
+    rank = e.rank(tensors[0])
+    if len(tensors) == 1:
+        return e.op("copy", tensors[0])
+    return e.op("concat", list(tensors), axis=axis(dim, rank))
+
+
+@export_rule("stack", "aten.stack.default")
+def stack(e: Emitter, tensors: list[Any], dim: int = 0) -> Any:
+    return e.op("stack", list(tensors), axis=axis(dim, e.rank(tensors[0]) + 1))
+
+
+@export_rule("split", "aten.split_with_sizes.default", "aten.split.Tensor")
+def split(e: Emitter, x: Any, sizes: Any, dim: int = 0) -> Any:
+    a = axis(dim, e.rank(x))
+    extent = e.shape(x)[a]
+    if isinstance(sizes, int):
+        sizes = [min(sizes, extent - start) for start in range(0, extent, sizes)]
+    if len(sizes) == 1:
+        return [e.op("copy", x)]
+    return e.op("split", x, axis=a, ratios=[int(s) for s in sizes])
+
+
+@export_rule("unstack", "aten.unbind.int")
+def unbind(e: Emitter, x: Any, dim: int = 0) -> Any:
+    return e.op("unstack", x, axis=axis(dim, e.rank(x)))
+
+
+@export_rule("slice", "aten.slice.Tensor")
+def slice_(e: Emitter, x: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Any:
+    a = axis(dim, e.rank(x))
+    extent = e.shape(x)[a]
+    begin, stop, _ = slice(start, end, step).indices(extent)
+    if begin == 0 and stop >= extent and step == 1:
+        return e.op("copy", x)
+    stop = max(stop, begin)
+    return e.op("slice", x, axes=[a], begin=[begin], end=[stop], stride=[step] if step != 1 else [])
+
+
+@export_rule("slice", "aten.narrow.default")
+def narrow(e: Emitter, x: Any, dim: int, start: int, length: int) -> Any:
+    a = axis(dim, e.rank(x))
+    start = axis(start, e.shape(x)[a])
+    return e.op("slice", x, axes=[a], begin=[start], end=[start + length])
+
+
+@export_rule("slice", "aten.select.int")
+def select(e: Emitter, x: Any, dim: int, index: int) -> Any:
+    a = axis(dim, e.rank(x))
+    index = axis(index, e.shape(x)[a])
+    part = e.op("slice", x, axes=[a], begin=[index], end=[index + 1])
+    return e.op("squeeze", part, axes=[a])
+
+
+@export_rule("slice", "aten.flip.default")
+def flip(e: Emitter, x: Any, dims: list[int]) -> Any:
+    """A reversed axis is a gather of the indices n-1 .. 0 (negative slice strides are not read by every
+    consumer)."""
+    for a in axes(dims, e.rank(x)):
+        n = e.shape(x)[a]
+        if n > 1:
+            indices = e.constant(torch.arange(n - 1, -1, -1), f"constants/{e.node.name}_{a}")
+            x = e.op("gather", x, indices, axis=a)
+    return x
+
+
+@export_rule("tile", "aten.expand.default", "aten.expand_copy.default")
+def expand(e: Emitter, x: Any, size: list[int], *, implicit: bool = False) -> Any:
+    target = _out_shape(e)
+    x = _lead(e, x, len(target))
+    repeats = [t // s if s != t else 1 for s, t in zip(e.shape(x), target)]
+    return e.op("tile", x, repeats=repeats) if any(r != 1 for r in repeats) else e.op("copy", x)
+
+
+def _lead(e: Emitter, x: Any, rank: int) -> Any:
+    if e.rank(x) < rank:
+        return e.op("unsqueeze", x, axes=list(range(rank - e.rank(x))))
+    return x
+
+
+@export_rule("tile", "aten.repeat.default")
+def repeat(e: Emitter, x: Any, repeats: list[int]) -> Any:
+    x = _lead(e, x, len(repeats))
+    return e.op("tile", x, repeats=[int(r) for r in repeats])
+
+
+@export_rule("gather", "aten.index_select.default")
+def index_select(e: Emitter, x: Any, dim: int, index: Any) -> Any:
+    return e.op("gather", x, index, axis=axis(dim, e.rank(x)))
+
+
+@export_rule("gather", "aten.index.Tensor")
+def index(e: Emitter, x: Any, indices: list[Any]) -> Any:
+    used = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(used) != 1 or not is_ref(used[0][1]) or e.dtype(used[0][1]) != "integer":
+        raise Unmappable("only indexing with one integer index tensor has an NNEF form (gather); boolean masks "
+                         "and several index tensors do not")
+    d, i = used[0]
+    return e.op("gather", x, i, axis=d)
+
+
+@export_rule("gather", "aten.embedding.default")
+def embedding(e: Emitter, weight: Any, indices: Any, padding_idx: int = -1, *flags: Any) -> Any:
+    return e.op("gather", weight, indices, axis=0)
+
+
+_BORDERS = {"constant": "constant", "reflect": "reflect", "replicate": "replicate", "circular": None}
+
+
+@export_rule("pad", "aten.constant_pad_nd.default", "aten.pad.default", "aten.reflection_pad1d.default",
+             "aten.reflection_pad2d.default", "aten.reflection_pad3d.default", "aten.replication_pad1d.default",
+             "aten.replication_pad2d.default", "aten.replication_pad3d.default")
+def pad(e: Emitter, x: Any, pads: list[int], mode: Any = "constant", value: Any = None) -> Any:
+    name = e.node.target.__name__
+    if name.startswith("constant_pad_nd"):
+        mode, value = "constant", mode
+    elif name.startswith("reflection"):
+        mode = "reflect"
+    elif name.startswith("replication"):
+        mode = "replicate"
+    border = _BORDERS.get(mode)
+    if border is None:
+        raise Unmappable(f"padding mode {mode!r} has no NNEF border (constant, reflect and replicate do)")
+    if any(p < 0 for p in pads):
+        raise Unmappable("negative padding (cropping) is not an NNEF pad; use slicing")
+    rank = e.rank(x)
+    padding = [(0, 0)] * rank
+    for i in range(len(pads) // 2):  # torch lists (before, after) pairs from the last axis backwards
+        padding[rank - 1 - i] = (int(pads[2 * i]), int(pads[2 * i + 1]))
+    value = 0.0 if value is None else float(value)
+    if e.dtype(x) != "scalar":
+        raise Unmappable("NNEF pads scalar tensors only")
+    return e.op("pad", x, padding=padding, border=border, value=value)
+
+
+@export_rule("constant", "aten.full.default", "aten.zeros.default", "aten.ones.default", "aten.scalar_tensor.default",
+             "aten.full_like.default", "aten.zeros_like.default", "aten.ones_like.default", "aten.new_zeros.default",
+             "aten.new_ones.default", "aten.new_full.default")
+def full(e: Emitter, *args: Any, **kwargs: Any) -> Any:
+    out = e.out
+    name = e.node.target.__name__.split(".")[0]
+    if "zeros" in name:
+        value = 0
+    elif "ones" in name:
+        value = 1
+    elif name == "scalar_tensor":
+        value = args[0]
+    elif name in ("full_like", "new_full"):
+        value = args[1] if name == "full_like" else args[2]
+    else:
+        value = args[1]
+    kind = nnef_type(out.dtype)
+    return e.op("constant", shape=[int(d) for d in out.shape] or [1], value=[literal(value, kind)], generic=kind,
+                out_shape=tuple(int(d) for d in out.shape) or (1,)) if out.dim() > 0 else \
+        _scalar_constant(e, literal(value, kind), kind)
+
+
+def _scalar_constant(e: Emitter, value: Any, kind: str) -> Any:
+    one = e.op("constant", shape=[1], value=[value], generic=kind, out_shape=(1,))
+    return e.op("squeeze", one, axes=[0])
+
+
+@export_rule("constant", "aten.arange.start_step", "aten.arange.default", "aten.arange.start")
+def arange(e: Emitter, *args: Any, **kwargs: Any) -> Any:
+    values = torch.empty(e.out.shape, dtype=e.out.dtype)
+    start, end, step = 0, None, 1
+    numbers = [a for a in args if isinstance(a, (int, float))]
+    if len(numbers) == 1:
+        end = numbers[0]
+    elif len(numbers) >= 2:
+        start, end = numbers[0], numbers[1]
+        step = numbers[2] if len(numbers) > 2 else 1
+    values = torch.arange(start, end, step, dtype=e.out.dtype)
+    return e.constant(values, f"constants/{e.node.name}")
+
+
+@export_rule("cast", "aten._to_copy.default", "aten.to.dtype", "aten._to_dtype.default", "aten.type_as.default")
+def to_copy(e: Emitter, x: Any, *args: Any, **kwargs: Any) -> Any:
+    target = nnef_type(e.out.dtype)
+    if target == e.dtype(x):
+        return x
+    return e.op("cast", x, generic=target)
+
+
+@export_rule("copy", "aten.lift_fresh_copy.default", "aten.detach.default", "aten.contiguous.default",
+             "aten.dropout.default", "aten.alias_copy.default", "aten.clone.default", "aten.alias.default")
+def identity(e: Emitter, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """Operations that only copy or re-stride: the NNEF tensor is passed on unchanged."""
+    name = e.node.target.__name__
+    if name.startswith("dropout") and len(args) >= 2 and args[1] and args[0] > 0:
+        raise Unmappable("dropout in training mode is random and has no NNEF form; export the module in eval() "
+                         "mode, or with p=0")
+    return x
