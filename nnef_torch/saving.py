@@ -10,12 +10,14 @@ from nnef_torch.errors import ExportError, NNEFUnsupportedError
 from nnef_torch.importer.module import NNEFModule
 
 
-def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: tuple[Any, ...] | None = None, *,
+def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any = None, *,
          quantization: Any = None, compress: bool | None = None, progress: bool | None = None) -> None:
     """Write `module` to `path` (a folder, or a .tgz/.tar.gz/.tar archive), atomically.
 
     A module made by `nnef_torch.load` writes its own graph with the current values of its variables; any other
-    module is traced on `example_inputs` and exported (`nnef_torch.export`). The module itself is not changed.
+    module is traced on `example_inputs` (a tensor, or a tuple or list of tensors) and exported
+    (`nnef_torch.export`). DistributedDataParallel, DataParallel and torch.compile wrappers are saved as the module
+    inside them, with its own state_dict names as labels. The module itself is not changed.
     """
     from nnef_torch.exporter.trace import unwrap
     module = unwrap(module)  # DistributedDataParallel and similar wrappers

@@ -39,8 +39,20 @@ def test_torch_side_signatures():
     assert issubclass(nnef_torch.NNEFModule, __import__("torch").fx.GraphModule)
 
 
+def test_export_surface():
+    params = inspect.signature(nnef_torch.export).parameters
+    assert list(params) == ["module", "example_inputs"]
+    assert all(param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and param.default is inspect.Parameter.empty
+               for param in params.values())
+    assert inspect.isclass(nnef_torch.Model) and callable(nnef_torch.Model.save)
+    assert list(inspect.signature(nnef_torch.Model.save).parameters) == ["self", "path", "compress", "progress"]
+    assert issubclass(nnef_torch.ExportError, nnef_torch.NNEFError) and issubclass(nnef_torch.ExportError, ValueError)
+    assert "problems" in inspect.signature(nnef_torch.ExportError).parameters
+
+
 def test_importing_the_format_layer_does_not_import_torch():
     import subprocess
     import sys
-    code = "import sys, nnef_torch; nnef_torch.read_graph; print('torch' in sys.modules)"
+    code = ("import sys, nnef_torch; nnef_torch.read_graph; nnef_torch.ExportError; "
+            "print('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

@@ -3,7 +3,10 @@
 The graph signature of the exported program says what each placeholder and output is, and maps one to one onto NNEF:
 user inputs -> `external`, parameters and buffers -> `variable` (labelled by their state_dict names with '/'),
 constants -> literals, `constant` or variables, buffer mutations -> `update`. Every node without an exact NNEF form
-is collected first, and all are reported together in one `ExportError`.
+is collected first, and all are reported together in one `ExportError`, each at the user's source line.
+
+NNEF arithmetic is defined on scalars only, so integer buffer arithmetic (BatchNorm's `num_batches_tracked += 1` in
+training mode) is written with `cast` around a scalar `add`; consumers without `cast` (tract) cannot run such graphs.
 """
 from __future__ import annotations
 
@@ -17,10 +20,47 @@ from torch.export.graph_signature import InputKind, OutputKind
 from nnef_torch.errors import ExportError
 from nnef_torch.exporter import rules  # noqa: F401  (registers every export rule)
 from nnef_torch.exporter.emitter import Emitter, Unmappable
+from nnef_torch.exporter.problems import Problem, node_problem
 from nnef_torch.ir.graph import Graph, Ref
 from nnef_torch.ops.registry import export_rules
 
-_IGNORED = {"aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range_for_size.default"}
+# nodes that only check or annotate (shapes, dtypes, ranges, profiling) and compute nothing
+_IGNORED = {"aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten._assert_async.default",
+            "aten._assert_async.msg", "aten._functional_assert_async.msg", "aten._functional_assert_scalar.default",
+            "aten.sym_constrain_range.default", "aten.sym_constrain_range_for_size.default",
+            "aten._functional_sym_constrain_range.default", "aten._functional_sym_constrain_range_for_size.default",
+            "aten._record_function_enter_new.default", "aten._record_function_exit._RecordFunction",
+            "profiler._record_function_enter_new.default", "profiler._record_function_exit._RecordFunction"}
+
+_RANDOM = ("draws random numbers, and NNEF graphs are deterministic: pass the noise as an input, or export the "
+           "module in eval mode if it only applies while training")
+# why an operation without an export rule has none, where a general answer helps
+_NO_RULE_HINTS = {
+    "aten.native_dropout.default": "dropout in training mode (p > 0) draws a random mask on every call, and NNEF "
+                                   "graphs are deterministic: call module.eval() before exporting (dropout is then "
+                                   "the identity)",
+    "aten.bernoulli.default": _RANDOM, "aten.bernoulli.p": _RANDOM, "aten.rand.default": _RANDOM,
+    "aten.rand_like.default": _RANDOM, "aten.randn.default": _RANDOM, "aten.randn_like.default": _RANDOM,
+    "aten.randint.default": _RANDOM, "aten.randint.low": _RANDOM, "aten.randint_like.default": _RANDOM,
+    "aten.normal.Tensor_float": _RANDOM, "aten.uniform.default": _RANDOM, "aten.multinomial.default": _RANDOM,
+    "aten.randperm.default": _RANDOM,
+}
+
+# element types with an NNEF counterpart (scalar, integer, logical); others (complex, quantized, float8) have none
+_NNEF_DTYPES = {getattr(torch, name) for name in (
+    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "bool") if hasattr(torch, name)}
+
+
+class _Failed:
+    """The value of a node that could not be exported (its problem is reported); nodes using it are skipped."""
+
+    def __repr__(self) -> str:
+        return "<failed>"
+
+
+FAILED = _Failed()
+SUBGRAPH = object()  # the value of a get_attr node: a subgraph that a higher-order op such as torch.cond runs
 
 
 def label(name: str) -> str:
@@ -34,100 +74,177 @@ def graph_name(module: torch.nn.Module) -> str:
 
 
 def to_ir(program: torch.export.ExportedProgram, name: str) -> tuple[Graph, Emitter]:
+    """The IR graph of `program`; raises `ExportError` listing every problem found."""
     signature = program.graph_signature
     inputs = {spec.arg.name: spec for spec in signature.input_specs if hasattr(spec.arg, "name")}
     nodes = list(program.graph.nodes)
     emit = Emitter(reserved=[node.name for node in nodes])
+    state = _State(program)
     table = export_rules()
     env: dict[str, Any] = {}
-    problems: list[str] = []
+    problems: list[Problem] = []
+    internal: list[Exception] = []  # errors in our own rules: reported as problems, the first chained as the cause
+    outputs: list[Ref] = []
     for node in nodes:
         emit.begin(None)
         if node.op == "placeholder":
-            env[node.name] = _placeholder(emit, program, node, inputs[node.name], problems)
+            env[node.name] = _placeholder(emit, state, node, inputs.get(node.name), problems)
         elif node.op == "call_function":
-            env[node.name] = _call(emit, table, node, env, problems)
+            env[node.name] = _call(emit, table, node, env, problems, internal)
         elif node.op == "output":
-            outputs = _outputs(emit, program, node, env, problems)
+            outputs = _outputs(emit, state, node, env, problems)
+        else:  # get_attr / call_module: the subgraph of a higher-order op (torch.cond, ...), reported where used
+            env[node.name] = SUBGRAPH
     if problems:
-        raise ExportError(f"{len(problems)} operation(s) of {name} have no NNEF form:", problems)
-    return emit.graph(name, outputs), emit
+        error = ExportError(f"{name} cannot be exported as NNEF ({len(problems)} problem(s)):", problems)
+        raise error from (internal[0] if internal else None)
+    try:
+        return emit.graph(name, outputs), emit
+    except Exception as error:  # an invariant of our own broke: still an ExportError, with the cause chained
+        raise ExportError(f"{name} cannot be exported as NNEF: internal error {type(error).__name__}: {error} "
+                          "(a bug in nnef_torch)") from error
 
 
-def _placeholder(emit: Emitter, program, node, spec, problems: list[str]) -> Any:
+class _State:
+    """The parameters, buffers and constants of the traced module, by the names the graph signature uses.
+
+    A tensor reachable under several names (a tied weight: an embedding shared with the output projection) is one
+    variable, labelled by its first name."""
+
+    def __init__(self, program: torch.export.ExportedProgram):
+        self.values: dict[str, torch.Tensor] = {**program.constants, **program.state_dict}
+        first: dict[int, str] = {}
+        for target, value in list(program.state_dict.items()) + list(program.constants.items()):
+            if isinstance(value, torch.Tensor):
+                first.setdefault(id(value), target)
+        self.labels = {target: label(first.get(id(value), target)) for target, value in self.values.items()}
+        self.refs: dict[str, Ref] = {}  # label -> the variable written for it
+        self.output_specs = program.graph_signature.output_specs
+
+
+def _placeholder(emit: Emitter, state: _State, node, spec, problems: list[Problem]) -> Any:
     value = node.meta.get("val")
+    if spec is None:
+        problems.append(node_problem(node, "a graph input the exported program's signature does not list"))
+        return FAILED
+    where = f"input '{node.name}'"
     if spec.kind == InputKind.USER_INPUT:
         if not isinstance(value, torch.Tensor):
-            if isinstance(value, (int, float, bool)):
-                return value  # a Python number argument is baked in as the traced value
-            problems.append(f"input '{node.name}' is a {type(value).__name__}; NNEF graph inputs are tensors")
-            return None
-        if not _static(value.shape):
-            problems.append(f"input '{node.name}' has a symbolic shape {list(value.shape)}; export with fixed shapes")
-            return None
+            shown = repr(value) if isinstance(value, (int, float, bool, str, type(None))) else type(value).__name__
+            problems.append(Problem(f"{where} is {shown}, not a tensor: NNEF graph inputs are tensors. Pass only "
+                                    "tensors in example_inputs and bind other arguments in a wrapper module (or "
+                                    "functools.partial of forward), or pass them as tensors"))
+            return FAILED
+        if not _static(value.shape) or 0 in value.shape:
+            problems.append(Problem(f"{where} has shape {list(value.shape)}; NNEF graph inputs have static, "
+                                    "positive extents"))
+            return FAILED
+        if _bad_dtype(value, where, problems):
+            return FAILED
         return emit.external(node.name, value)
-    if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-        source = program.state_dict if spec.target in program.state_dict else program.constants
-        return emit.variable(label(spec.target), source[spec.target].detach())
-    if spec.kind == InputKind.CONSTANT_TENSOR:
-        return emit.constant(program.constants[spec.target], label("constants." + spec.target))
-    problems.append(f"input '{node.name}' of kind {spec.kind.name} has no NNEF form")
-    return None
+    if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+        tensor = state.values.get(spec.target)
+        if not isinstance(tensor, torch.Tensor):
+            problems.append(Problem(f"{where} ({spec.target}) is a {type(tensor).__name__}, not a tensor"))
+            return FAILED
+        if _bad_dtype(tensor, f"{spec.kind.name.lower()} '{spec.target}'", problems):
+            return FAILED
+        key = state.labels[spec.target]
+        if spec.kind == InputKind.CONSTANT_TENSOR:
+            try:
+                return emit.constant(tensor, label("constants." + spec.target))
+            except Unmappable as why:
+                problems.append(Problem(f"constant '{spec.target}': {why}"))
+                return FAILED
+        if key not in state.refs:
+            state.refs[key] = emit.variable(key, tensor.detach())
+        return state.refs[key]
+    problems.append(Problem(f"{where} of kind {spec.kind.name} has no NNEF form"))
+    return FAILED
 
 
-def _call(emit: Emitter, table, node, env: dict[str, Any], problems: list[str]) -> Any:
+def _call(emit: Emitter, table, node, env: dict[str, Any], problems: list[Problem],
+          internal: list[Exception]) -> Any:
     target = "getitem" if node.target is operator.getitem else str(node.target)
     if target in _IGNORED:
         return None
+    used = [env[n.name] for n in node.all_input_nodes]
+    if any(value is FAILED for value in used):
+        return FAILED  # an input already failed; that failure is reported
+    if any(value is SUBGRAPH for value in used):
+        problems.append(node_problem(node, "control flow over tensor values (torch.cond, while_loop, ...) has no "
+                                           "NNEF form: NNEF graphs are straight-line code; compute both branches "
+                                           "and choose with torch.where"))
+        return FAILED
+    if any(value is None for value in used):  # a data operation on the result of a check: nothing to compute from
+        problems.append(node_problem(node, "uses the result of an operation without data"))
+        return FAILED
     args = torch.fx.node.map_arg(node.args, lambda n: env[n.name])
     kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n.name])
-    if target == "getitem":
-        return args[0][args[1]] if args[0] is not None else None
-    if _has_missing(args) or _has_missing(kwargs):
-        return None  # an input already failed; that failure is reported
     value = node.meta.get("val")
-    if isinstance(value, torch.Tensor) and not _static(value.shape):
-        problems.append(_problem(node, f"its result shape {list(value.shape)} depends on tensor values (e.g. "
-                                       "nonzero or boolean masking); NNEF needs shapes known before running. Use "
-                                       "shape-preserving ops such as torch.where"))
-        return None
-    rule = table.get(target)
+    for item in value if isinstance(value, (tuple, list)) else (value,):
+        if isinstance(item, torch.Tensor) and not _static(item.shape):
+            problems.append(node_problem(node, f"its result shape {list(item.shape)} depends on tensor values "
+                                               "(e.g. nonzero or boolean masking), and NNEF graphs have static "
+                                               "shapes: use shape-preserving ops such as torch.where"))
+            return FAILED
+        if isinstance(item, torch.Tensor) and item.dtype not in _NNEF_DTYPES:
+            problems.append(node_problem(node, f"its result has element type {item.dtype}, which NNEF has no "
+                                               "type for (scalar, integer and logical only)"))
+            return FAILED
+    rule = _getitem if target == "getitem" else table.get(target)
     if rule is None:
-        problems.append(_problem(node, "no export rule for this operation"))
-        return None
+        problems.append(node_problem(node, _NO_RULE_HINTS.get(target, "no export rule for this operation")))
+        return FAILED
     emit.begin(node)
     try:
         result = rule(emit, *args, **kwargs)
     except Unmappable as why:
-        problems.append(_problem(node, str(why)))
-        return None
+        problems.append(node_problem(node, str(why)))
+        return FAILED
+    except Exception as error:  # a bug in a rule: reported with the others, never a bare traceback
+        internal.append(error)
+        problems.append(node_problem(node, f"the export rule failed with {type(error).__name__}: {error} "
+                                           "(a bug in nnef_torch)"))
+        return FAILED
     if isinstance(result, Ref) and result.name in emit.created:
         result = emit.rename(result, node.name)
     return result
 
 
-def _outputs(emit: Emitter, program, node, env: dict[str, Any], problems: list[str]) -> list[Ref]:
+def _getitem(emit: Emitter, values: Any, index: int) -> Any:
+    """One result of a multi-result operation (the rule returned a tuple or list of them)."""
+    return values[index]
+
+
+def _outputs(emit: Emitter, state: _State, node, env: dict[str, Any], problems: list[Problem]) -> list[Ref]:
     values = node.args[0]
-    signature = program.graph_signature
     outputs: list[Ref] = []
-    variables = {variable.label: Ref(variable.name) for variable in emit.variables}
     emit.begin(None)
     declared = {op.outputs["output"].name for op in emit.operations if op.name in ("external", "variable")}
-    for spec, value in zip(signature.output_specs, values):
+    for spec, value in zip(state.output_specs, values):
         ref = env.get(value.name) if isinstance(value, torch.fx.Node) else value
-        if ref is None and isinstance(value, torch.fx.Node):
+        if ref is FAILED:
             continue  # already reported
-        if spec.kind == OutputKind.BUFFER_MUTATION:
-            emit.update(variables[label(spec.target)], ref)
+        if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
+            variable = state.refs.get(state.labels.get(spec.target, label(spec.target)))
+            if variable is None or not isinstance(ref, Ref):
+                problems.append(Problem(f"buffer '{spec.target}' is assigned a {type(ref).__name__}, not a tensor"))
+                continue
+            emit.update(variable, ref)
         elif spec.kind == OutputKind.USER_OUTPUT:
             if not isinstance(ref, Ref):
-                problems.append(f"output {len(outputs)} is a {type(ref).__name__}, not a tensor")
+                problems.append(Problem(f"output {len(outputs)} is {ref!r}, not a tensor: NNEF graph outputs are "
+                                        "tensors; return only tensors from forward"))
                 continue
             if ref in outputs or ref.name in declared:
                 ref = emit.op("copy", ref, out_name=f"output{len(outputs)}")
             outputs.append(ref)
+        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+            problems.append(Problem(f"forward changes its input '{spec.target}' in place, and NNEF graph inputs are "
+                                    "read-only: work on a copy (`x = x + 1` instead of `x.add_(1)`)"))
         else:
-            problems.append(f"output {spec.arg} of kind {spec.kind.name} has no NNEF form")
+            problems.append(Problem(f"output {spec.arg} of kind {spec.kind.name} has no NNEF form"))
     return outputs
 
 
@@ -135,23 +252,9 @@ def _static(shape) -> bool:
     return all(isinstance(extent, int) for extent in shape)
 
 
-def _has_missing(value: Any) -> bool:
-    if value is None:
+def _bad_dtype(value: torch.Tensor, where: str, problems: list[Problem]) -> bool:
+    if value.dtype in _NNEF_DTYPES:
         return False
-    if isinstance(value, (list, tuple)):
-        return any(item is None or _has_missing(item) for item in value if not isinstance(item, (int, float)))
-    return False
-
-
-def _problem(node, reason: str) -> str:
-    return f"{node.target} ({node.name}): {reason}{_source(node)}"
-
-
-def _source(node) -> str:
-    """The user's line that produced `node`, from the stack trace torch.export records."""
-    trace = node.meta.get("stack_trace") or ""
-    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)', trace)
-    if not frames:
-        return ""
-    file, line, function, code = frames[-1]
-    return f"\n      at {file}:{line} in {function}: {code.strip()}"
+    problems.append(Problem(f"{where} has element type {value.dtype}, which NNEF has no type for (scalar, "
+                            "integer and logical only)"))
+    return True

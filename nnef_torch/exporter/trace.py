@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from nnef_torch.errors import ExportError
+from nnef_torch.exporter.problems import error_problem
 from nnef_torch.ops.registry import export_rules
 
 _DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "DataDependentOutputException", "DynamicOutputShapeException",
@@ -18,11 +19,17 @@ _DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "DataDependentOutputException"
 
 
 def unwrap(module: torch.nn.Module) -> torch.nn.Module:
-    """The module inside DistributedDataParallel / DataParallel-style wrappers."""
-    while isinstance(getattr(module, "module", None), torch.nn.Module) and type(module).__name__ in (
-            "DistributedDataParallel", "DataParallel"):
-        module = module.module
-    return module
+    """The module inside DistributedDataParallel / DataParallel wrappers and `torch.compile`'s OptimizedModule: its
+    state_dict names (the NNEF labels) have no `module.` or `_orig_mod.` prefix."""
+    while True:
+        kind = type(module).__name__
+        if kind in ("DistributedDataParallel", "DataParallel") and isinstance(getattr(module, "module", None),
+                                                                              torch.nn.Module):
+            module = module.module
+        elif kind == "OptimizedModule" and isinstance(getattr(module, "_orig_mod", None), torch.nn.Module):
+            module = module._orig_mod
+        else:
+            return module
 
 
 def _overload(name: str) -> Any:
@@ -41,37 +48,47 @@ def _kept_whole() -> set[Any]:
     return kept
 
 
-def trace(module: torch.nn.Module, example_inputs: tuple[Any, ...]) -> torch.export.ExportedProgram:
-    if not isinstance(example_inputs, tuple):
-        example_inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
+def example_tuple(example_inputs: Any) -> tuple[Any, ...]:
+    """The positional example inputs: one tensor, or a tuple or list of them."""
+    if isinstance(example_inputs, torch.Tensor):
+        return (example_inputs,)
+    if isinstance(example_inputs, (tuple, list)):
+        return tuple(example_inputs)
+    raise ExportError(f"example_inputs must be a tensor or a tuple of tensors (the positional arguments of "
+                      f"forward), not {type(example_inputs).__name__}")
+
+
+def trace(module: torch.nn.Module, example_inputs: Any) -> torch.export.ExportedProgram:
+    """`module` traced on `example_inputs` and decomposed down to the operations the op table exports."""
+    if not isinstance(module, torch.nn.Module):
+        raise ExportError(f"only a torch.nn.Module can be exported, not {type(module).__name__}")
+    example_inputs = example_tuple(example_inputs)
+    name = type(module).__name__
     try:
         program = torch.export.export(module, example_inputs, strict=False)
-        table = torch.export.default_decompositions()
-        for op in _kept_whole():
-            if op in table:
-                del table[op]
-        return program.run_decompositions(table)
-    except ExportError:
-        raise
     except Exception as error:  # torch reports tracing failures with many exception types
-        raise ExportError(explain(error)) from error
+        raise ExportError(f"torch.export cannot trace {name}:", [error_problem(error, explain(error))]) from error
+    table = torch.export.default_decompositions()
+    for op in _kept_whole():
+        table.pop(op, None)
+    try:
+        return program.run_decompositions(table)
+    except Exception as error:
+        raise ExportError(f"torch cannot decompose the traced graph of {name}:",
+                          [error_problem(error, f"{type(error).__name__}: {_first_line(error)}")]) from error
 
 
 def explain(error: Exception) -> str:
+    """What went wrong while tracing, and for value-dependent code what to do about it."""
+    first = _first_line(error)
+    if any(marker in type(error).__name__ + str(error) for marker in _DATA_DEPENDENT):
+        return ("a shape or a Python branch depends on tensor values, so the module has no fixed graph "
+                f"({first}). NNEF graphs have static shapes: replace value-dependent code (.item(), int(tensor), "
+                "boolean masks, nonzero, `if tensor:`) by shape-preserving ops such as torch.where, or move it out "
+                "of the exported module")
+    return f"{type(error).__name__}: {first}"
+
+
+def _first_line(error: Exception) -> str:
     text = str(error).strip()
-    first = text.splitlines()[0] if text else type(error).__name__
-    where = _user_frame(text)
-    if any(marker in type(error).__name__ + text for marker in _DATA_DEPENDENT):
-        return ("the module cannot be traced to a fixed graph: a shape or a Python branch depends on tensor values "
-                f"({first}){where}. NNEF graphs have static shapes; replace value-dependent code (.item(), "
-                "int(tensor), boolean masks, nonzero) by shape-preserving ops such as torch.where, or move it out of "
-                "the exported module")
-    return f"torch.export could not trace the module: {type(error).__name__}: {first}{where}"
-
-
-def _user_frame(text: str) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("Caused by:") or line.startswith("File "):
-            return f" [{line}]"
-    return ""
+    return text.splitlines()[0] if text else type(error).__name__
