@@ -6,6 +6,7 @@ torch.export runs it on fake tensors. Operations the op table exports are kept w
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -48,6 +49,16 @@ def _kept_whole() -> set[Any]:
     return kept
 
 
+@lru_cache(maxsize=1)
+def _decompositions() -> Any:
+    """torch's default decomposition table without the operations that have export rules (built once: building
+    it takes about a tenth of a second)."""
+    table = torch.export.default_decompositions()
+    for op in _kept_whole():
+        table.pop(op, None)
+    return table
+
+
 def example_tuple(example_inputs: Any) -> tuple[Any, ...]:
     """The positional example inputs: one tensor, or a tuple or list of them."""
     if isinstance(example_inputs, torch.Tensor):
@@ -68,11 +79,8 @@ def trace(module: torch.nn.Module, example_inputs: Any) -> torch.export.Exported
         program = torch.export.export(module, example_inputs, strict=False)
     except Exception as error:  # torch reports tracing failures with many exception types
         raise ExportError(f"torch.export cannot trace {name}:", [error_problem(error, explain(error))]) from error
-    table = torch.export.default_decompositions()
-    for op in _kept_whole():
-        table.pop(op, None)
     try:
-        return program.run_decompositions(table)
+        return program.run_decompositions(_decompositions().copy())
     except Exception as error:
         raise ExportError(f"torch cannot decompose the traced graph of {name}:",
                           [error_problem(error, f"{type(error).__name__}: {_first_line(error)}")]) from error

@@ -62,6 +62,8 @@ def compound_standard_ops() -> list[str]:
 def run_khronos(folder: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
     nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
     lowered = defined_fragments(folder) + compound_standard_ops()
+    # the executor's `integer` is int32 and it accepts no other integer input type
+    inputs = [x.astype(np.int32) if x.dtype.kind in "iu" else x for x in inputs]
     with nnef.Session(str(folder), lowered=lowered) as session:
         outputs = session(*[np.ascontiguousarray(x) for x in inputs])
     return [np.asarray(o) for o in _as_list(outputs)]

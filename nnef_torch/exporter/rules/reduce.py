@@ -6,6 +6,7 @@ from typing import Any
 import torch
 
 from nnef_torch.exporter.rules.common import Emitter, Unmappable, axes, axis, is_ref, leading
+from nnef_torch.exporter.rules.elementwise import as_scalar, like_out
 from nnef_torch.ops.registry import export_rule
 
 
@@ -19,12 +20,11 @@ def _reduce(name: str):
         if isinstance(dims, bool):  # aten.any.default / all.default have no dims
             dims, keepdim = None, False
         chosen = axes(dims, e.rank(x))
-        if name in ("sum_reduce", "mean_reduce") and e.dtype(x) == "integer":
-            x = e.op("cast", x, generic="scalar")
-        y = e.op(name, x, axes=chosen)
-        if name == "sum_reduce" and e.dtype(x) == "scalar" and not e.out.dtype.is_floating_point:
-            y = e.op("cast", y, generic="integer")
-        return _finish(e, y, chosen, keepdim)
+        if name in ("any_reduce", "all_reduce"):  # on numbers: whether they are non-zero
+            x = x if e.dtype(x) == "logical" else e.op("ne", as_scalar(e, x), 0.0)
+        else:  # NNEF reduces scalars: integers and logicals are cast, and the result to torch's type
+            x = as_scalar(e, x)
+        return _finish(e, like_out(e, e.op(name, x, axes=chosen)), chosen, keepdim)
     rule.__name__ = name
     return rule
 
@@ -48,6 +48,7 @@ def argmin(e: Emitter, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
 
 
 def _arg(e: Emitter, name: str, x: Any, dim: Any, keepdim: bool) -> Any:
+    x = as_scalar(e, x)
     if dim is None:
         x = e.op("reshape", x, shape=[-1])
         return e.op("squeeze", e.op(name, x, axes=[0]), axes=[0])
@@ -67,14 +68,18 @@ def min_dim(e: Emitter, x: Any, dim: int, keepdim: bool = False) -> Any:
 
 def _value_index(e: Emitter, value_op: str, index_op: str, x: Any, dim: int, keepdim: bool) -> Any:
     chosen = [axis(dim, e.rank(x))]
-    values = _finish(e, e.op(value_op, x, axes=chosen), chosen, keepdim)
-    indices = _finish(e, e.op(index_op, x, axes=chosen), chosen, keepdim)
-    return values, indices
+    kind = e.dtype(x)
+    x = as_scalar(e, x)
+    values = e.op(value_op, x, axes=chosen)
+    values = values if kind == "scalar" else e.op("cast", values, generic=kind)
+    indices = e.op(index_op, x, axes=chosen)
+    return _finish(e, values, chosen, keepdim), _finish(e, indices, chosen, keepdim)
 
 
-@export_rule("moments", "aten.var.correction", "aten.std.correction", "aten.var.dim", "aten.std.dim")
-def var(e: Emitter, x: Any, dims: Any = None, *args: Any, correction: Any = None, keepdim: bool = False) -> Any:
-    if args and isinstance(args[0], bool):  # var.dim(x, dims, unbiased, keepdim)
+def _moments(e: Emitter, x: Any, dims: Any, args: tuple[Any, ...], correction: Any, keepdim: bool
+             ) -> tuple[Any, Any, list[int], bool]:
+    """(mean, variance with torch's correction, reduced axes, keepdim) for var, std and var_mean."""
+    if args and isinstance(args[0], bool):  # the .dim overloads: (x, dims, unbiased, keepdim)
         correction = 1 if args[0] else 0
         keepdim = args[1] if len(args) > 1 else keepdim
     elif args:
@@ -84,12 +89,24 @@ def var(e: Emitter, x: Any, dims: Any = None, *args: Any, correction: Any = None
     count = 1
     for a in chosen:
         count *= e.shape(x)[a]
-    _, variance = e.op("moments", x, axes=chosen)
+    mean, variance = e.op("moments", x, axes=chosen)
     if correction:
         variance = e.op("mul", variance, count / max(count - correction, 1))
+    return mean, variance, chosen, keepdim
+
+
+@export_rule("moments", "aten.var.correction", "aten.std.correction", "aten.var.dim", "aten.std.dim")
+def var(e: Emitter, x: Any, dims: Any = None, *args: Any, correction: Any = None, keepdim: bool = False) -> Any:
+    _, variance, chosen, keepdim = _moments(e, x, dims, args, correction, keepdim)
     if e.node.target.__name__.startswith("std"):
         variance = e.op("sqrt", variance)
     return _finish(e, variance, chosen, keepdim)
+
+
+@export_rule("moments", "aten.var_mean.correction", "aten.var_mean.dim")
+def var_mean(e: Emitter, x: Any, dims: Any = None, *args: Any, correction: Any = None, keepdim: bool = False) -> Any:
+    mean, variance, chosen, keepdim = _moments(e, x, dims, args, correction, keepdim)
+    return _finish(e, variance, chosen, keepdim), _finish(e, mean, chosen, keepdim)
 
 
 @export_rule("softmax", "aten.softmax.int", "aten._softmax.default")
@@ -112,18 +129,42 @@ def logsumexp(e: Emitter, x: Any, dims: Any, keepdim: bool = False) -> Any:
 
 @export_rule("matmul", "aten.cumsum.default")
 def cumsum(e: Emitter, x: Any, dim: int, *, dtype: Any = None) -> Any:
-    """A cumulative sum along an axis of static length n is a product with an n x n triangular matrix of ones."""
+    """A cumulative sum along an axis of static length n is a product with an n x n triangular matrix of ones; the
+    axis is moved last and the others flattened, so the product is an ordinary 2-D matmul."""
     rank = e.rank(x)
     a = axis(dim, rank)
     n = e.shape(x)[a]
-    if e.dtype(x) != "scalar":
-        raise Unmappable("cumsum of integer tensors has no NNEF form")
+    x = as_scalar(e, x)  # integer counts stay exact below 2^24
     triangle = e.constant(torch.triu(torch.ones(n, n)), f"constants/{e.node.name}_triangle")
-    last = list(range(rank))
-    last[a], last[-1] = last[-1], last[a]
-    moved = e.op("transpose", x, axes=last) if a != rank - 1 else x
-    summed = e.op("matmul", moved, leading(e, triangle, rank))
-    return e.op("transpose", summed, axes=last) if a != rank - 1 else summed
+    swap = list(range(rank))
+    swap[a], swap[-1] = swap[-1], swap[a]
+    moved = e.op("transpose", x, axes=swap) if a != rank - 1 else x
+    flat = e.op("reshape", moved, shape=[-1, n]) if rank != 2 else moved
+    summed = e.op("matmul", flat, triangle)
+    summed = e.op("reshape", summed, shape=list(e.shape(moved))) if rank != 2 else summed
+    return like_out(e, e.op("transpose", summed, axes=swap) if a != rank - 1 else summed)
+
+
+@export_rule("sqrt", "aten.linalg_vector_norm.default")
+def vector_norm(e: Emitter, x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
+                dtype: Any = None) -> Any:
+    """The p-norm over `dim`: sqrt of the sum of squares for p = 2, the sum or the extreme of |x| for p = 1, +-inf,
+    and (sum |x|^p)^(1/p) otherwise."""
+    chosen = axes(dim, e.rank(x))
+    ord = float(ord)
+    if ord == 0:
+        raise Unmappable("the 0-'norm' (count of non-zeros) has no export rule")
+    if ord == 2:
+        y = e.op("sqrt", e.op("sum_reduce", e.op("sqr", x), axes=chosen))
+    elif ord == 1:
+        y = e.op("sum_reduce", e.op("abs", x), axes=chosen)
+    elif ord == float("inf"):
+        y = e.op("max_reduce", e.op("abs", x), axes=chosen)
+    elif ord == float("-inf"):
+        y = e.op("min_reduce", e.op("abs", x), axes=chosen)
+    else:
+        y = e.op("pow", e.op("sum_reduce", e.op("pow", e.op("abs", x), ord), axes=chosen), 1.0 / ord)
+    return _finish(e, y, chosen, keepdim)
 
 
 def _row(e: Emitter, v: Any, rank: int = 2) -> Any:

@@ -94,7 +94,8 @@ def slice_(e: Emitter, x: Any, dim: int = 0, start: Any = None, end: Any = None,
     begin, stop, _ = slice(start, end, step).indices(extent)
     if begin == 0 and stop >= extent and step == 1:
         return e.op("copy", x)
-    stop = max(stop, begin)
+    if stop <= begin:
+        raise Unmappable(f"the slice {start}:{end} of an axis of length {extent} is empty, and NNEF tensors are not")
     return e.op("slice", x, axes=[a], begin=[begin], end=[stop], stride=[step] if step != 1 else [])
 
 
@@ -113,6 +114,25 @@ def select(e: Emitter, x: Any, dim: int, index: int) -> Any:
     return e.op("squeeze", part, axes=[a])
 
 
+@export_rule("slice", "aten.diagonal.default")
+def diagonal(e: Emitter, x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    """The two axes are moved last and flattened; the diagonal is then a slice with stride m + 1 (m the length of
+    the second axis), and ends up last as in torch."""
+    rank = e.rank(x)
+    a, b = axis(dim1, rank), axis(dim2, rank)
+    n, m = e.shape(x)[a], e.shape(x)[b]
+    length = min(n, m - offset) if offset >= 0 else min(n + offset, m)
+    if length <= 0:
+        raise Unmappable("an empty diagonal has no NNEF form")
+    order = [d for d in range(rank) if d not in (a, b)] + [a, b]
+    if order != list(range(rank)):
+        x = e.op("transpose", x, axes=order)
+    flat = e.op("reshape", x, shape=[e.shape(x)[d] for d in range(rank - 2)] + [n * m])
+    begin = offset if offset >= 0 else -offset * m
+    return e.op("slice", flat, axes=[rank - 2], begin=[begin], end=[begin + (length - 1) * (m + 1) + 1],
+                stride=[m + 1])
+
+
 @export_rule("slice", "aten.flip.default")
 def flip(e: Emitter, x: Any, dims: list[int]) -> Any:
     """A reversed axis is a gather of the indices n-1 .. 0 (negative slice strides are not read by every
@@ -123,6 +143,29 @@ def flip(e: Emitter, x: Any, dims: list[int]) -> Any:
             indices = e.constant(torch.arange(n - 1, -1, -1), f"constants/{e.node.name}_{a}")
             x = e.op("gather", x, indices, axis=a)
     return x
+
+
+@export_rule("concat", "aten.roll.default")
+def roll(e: Emitter, x: Any, shifts: list[int], dims: list[int] = ()) -> Any:
+    """A roll by s along an axis of length n joins the last s items and the first n - s; without dims, the
+    flattened tensor is rolled."""
+    shape = list(e.shape(x))
+    if not dims:
+        flat = e.op("reshape", x, shape=[-1])
+        return e.op("reshape", _roll(e, flat, int(shifts[0]), 0), shape=shape)
+    for shift, dim in zip(shifts, dims):
+        x = _roll(e, x, int(shift), axis(dim, len(shape)))
+    return x
+
+
+def _roll(e: Emitter, x: Any, shift: int, a: int) -> Any:
+    n = e.shape(x)[a]
+    shift %= max(n, 1)
+    if shift == 0:
+        return x
+    tail = e.op("slice", x, axes=[a], begin=[n - shift], end=[n])
+    head = e.op("slice", x, axes=[a], begin=[0], end=[n - shift])
+    return e.op("concat", [tail, head], axis=a)
 
 
 @export_rule("tile", "aten.expand.default", "aten.expand_copy.default")
