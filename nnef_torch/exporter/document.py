@@ -31,8 +31,12 @@ def _same(a: Any, b: Any) -> bool:
 def _assignment(op: Operation) -> ast.Assignment:
     decl = declaration(op.name)
     args = []
+    tensors = [p for p in decl.params if p.name in op.inputs and _is_tensor_param(p.type)]
+    while tensors and tensors[-1].default is not None and _same(op.inputs[tensors[-1].name],
+                                                                _default(tensors[-1].default)):
+        tensors.pop()  # trailing tensor inputs left at their default (a conv without bias)
     for param in decl.params:
-        if param.name in op.inputs and _is_tensor_param(param.type):
+        if param in tensors:
             args.append(ast.Argument(None, _value(op.inputs[param.name])))
         elif param.name in op.attribs:
             value = op.attribs[param.name]

@@ -129,8 +129,10 @@ class Emitter:
 
     def rename(self, ref: Ref, name: str) -> Ref:
         """Give the tensor `ref` (written by the current rule) the name `name`, if still free."""
-        if name in self._used:
-            return ref
+        if name in self._used:  # an op name or keyword (`relu`, `add`): add an underscore
+            name += "_"
+            if name in self._used or name in self._reserved:
+                return ref
         self._used.add(name)
         old = self.tensors[ref.name]
         self.tensors[name] = Tensor(name, old.dtype, old.shape)
@@ -184,8 +186,9 @@ class Emitter:
             (bound if _is_tensor_param(param.type) else attrs)[param.name] = value
         assert not attribs, f"{name} has no parameters {sorted(attribs)}"
         if generic is None and decl.generic:
-            generic = next((self.dtype(bound[p.name]) for p in tensor_params
-                            if _item(p.type) == "?" and isinstance(bound[p.name], Ref)), None)
+            generic = next((self.dtype(v) for p in tensor_params if _item(p.type) == "?"
+                            for v in (bound[p.name] if isinstance(bound[p.name], list) else [bound[p.name]])
+                            if isinstance(v, Ref)), None)  # an array input (concat's values) counts too
             generic = generic or (decl.generic_default.name if decl.generic_default else None)
         for param in tensor_params:
             kind = _item(param.type)
