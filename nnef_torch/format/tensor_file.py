@@ -296,11 +296,12 @@ def _unpack_bit_stream(raw: np.ndarray, count: int, bits: int) -> np.ndarray:
     return out
 
 
-def _pack_items(items: np.ndarray, bits: int) -> bytes:
+def _pack_items(items: np.ndarray, bits: int) -> bytes | memoryview:
     """Bytes of integer or float items at `bits` per item (two's complement for signed integers)."""
     if bits in (8, 16, 32, 64):
         kind = items.dtype.kind if items.dtype.kind in "fiu" else "u"
-        return np.ascontiguousarray(items, dtype=np.dtype(f"<{kind}{bits // 8}")).tobytes()
+        # a view, not .tobytes(): encode's header + payload concatenation is then the only copy of a large tensor
+        return memoryview(np.ascontiguousarray(items, dtype=np.dtype(f"<{kind}{bits // 8}"))).cast("B")
     unsigned = items.astype(np.int64).view(np.uint64) if items.dtype.kind == "i" else items.astype(np.uint64)
     unsigned = unsigned & np.uint64((1 << bits) - 1)
     if bits % 8 == 0:
