@@ -9,7 +9,7 @@ from nnef_torch.errors import ExportError
 from nnef_torch.exporter.convert import graph_name, to_ir
 from nnef_torch.exporter.document import graph_text
 from nnef_torch.exporter.model import Model
-from nnef_torch.exporter.trace import trace, unwrap
+from nnef_torch.exporter.trace import decompose, direct, trace, unwrap
 
 
 def export(module: torch.nn.Module, example_inputs: Any) -> Model:
@@ -23,7 +23,13 @@ def export(module: torch.nn.Module, example_inputs: Any) -> Model:
     module = unwrap(module)  # DistributedDataParallel, DataParallel, torch.compile
     program = trace(module, example_inputs)
     name = graph_name(module)
-    graph, emit = to_ir(program, name)
+    converted = None
+    if direct(program, module):
+        try:
+            converted = to_ir(program, name)
+        except ExportError:  # a rule met a case only the decomposition covers; the decomposed graph decides
+            converted = None
+    graph, emit = converted or to_ir(decompose(program, name), name)
     try:
         text = graph_text(graph, emit.fragments)
     except Exception as error:  # an invariant of our own broke: still an ExportError, with the cause chained

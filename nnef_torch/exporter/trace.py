@@ -1,8 +1,10 @@
 """module -> traced ATen graph, with `torch.export`.
 
 The module is traced as it is (its training flag decides batch-norm and dropout behaviour), without being changed:
-torch.export runs it on fake tensors. Operations the op table exports are kept whole (`conv2d`, `linear`,
-`layer_norm`, ...); everything else is decomposed to core ATen first, so a rule exists for the pieces.
+torch.export runs it on fake tensors. When every traced operation has an export rule and none writes in place, the
+traced graph is exported directly (`fast`). Otherwise it is decomposed first: operations the op table exports are
+kept whole (`conv2d`, `linear`, `layer_norm`, ...) and everything else becomes core ATen, which has rules. Re-tracing
+for the decomposition is most of an export's time, hence the direct path.
 """
 from __future__ import annotations
 
@@ -38,10 +40,15 @@ def _overload(name: str) -> Any:
     return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 
 
+# Rules for operations of the traced (pre-decomposition) graph only: these are still decomposed when a graph is,
+# since their decompositions cover cases the rules do not (training-mode batch norm, broadcast matmul).
+DIRECT_ONLY = ("aten.batch_norm.default", "aten.matmul.default")
+
+
 def _kept_whole() -> set[Any]:
     kept = set()
     for name in export_rules():
-        if name.startswith("aten."):
+        if name.startswith("aten.") and name not in DIRECT_ONLY:
             try:
                 kept.add(_overload(name))
             except AttributeError:  # an overload this torch version does not have
@@ -69,8 +76,46 @@ def example_tuple(example_inputs: Any) -> tuple[Any, ...]:
                       f"forward), not {type(example_inputs).__name__}")
 
 
+def direct(program: torch.export.ExportedProgram, module: torch.nn.Module) -> bool:
+    """Whether the traced graph can be exported without decomposing: a module in eval mode whose every operation
+    has an export rule and writes nothing in place."""
+    if any(m.training for m in module.modules()):
+        return False
+    rules = export_rules()
+    twins = {}
+    for node in program.graph.nodes:
+        if node.op != "call_function":
+            continue
+        target = node.target
+        if isinstance(target, torch._ops.OpOverload):
+            if target._schema.is_mutable:
+                target = twins[node] = _functional_twin(node)
+            if target is None or str(target) not in rules:
+                return False
+        elif getattr(target, "__name__", "") != "getitem":
+            return False
+    for node, twin in twins.items():  # the program is torch.export's copy, not the user's module
+        node.target = twin
+    return True
+
+
+def _functional_twin(node: torch.fx.Node) -> Any:
+    """The out-of-place op of an in-place one (`relu_` -> `relu`) when the tensor it overwrites is an intermediate
+    result used by nothing else, so that writing in place or not computes the same; otherwise None."""
+    packet = node.target.overloadpacket.__name__
+    written = node.args[0] if node.args else None
+    if not packet.endswith("_") or not isinstance(written, torch.fx.Node) or written.op != "call_function":
+        return None
+    if len(written.users) != 1:
+        return None
+    try:
+        return getattr(getattr(torch.ops.aten, packet[:-1]), node.target._overloadname)
+    except AttributeError:
+        return None
+
+
 def trace(module: torch.nn.Module, example_inputs: Any) -> torch.export.ExportedProgram:
-    """`module` traced on `example_inputs` and decomposed down to the operations the op table exports."""
+    """`module` traced on `example_inputs` by torch.export (not decomposed)."""
     if not isinstance(module, torch.nn.Module):
         raise ExportError(f"only a torch.nn.Module can be exported, not {type(module).__name__}")
     example_inputs = example_tuple(example_inputs)
@@ -79,6 +124,11 @@ def trace(module: torch.nn.Module, example_inputs: Any) -> torch.export.Exported
         program = torch.export.export(module, example_inputs, strict=False)
     except Exception as error:  # torch reports tracing failures with many exception types
         raise ExportError(f"torch.export cannot trace {name}:", [error_problem(error, explain(error))]) from error
+    return program
+
+
+def decompose(program: torch.export.ExportedProgram, name: str) -> torch.export.ExportedProgram:
+    """The traced graph with every operation that has no export rule decomposed to core ATen."""
     try:
         return program.run_decompositions(_decompositions().copy())
     except Exception as error:

@@ -243,3 +243,16 @@ def attention(e: Emitter, q: Any, k: Any, v: Any, attn_mask: Any = None, dropout
 
 
 __all__ = ["axis"]
+
+
+@export_rule("matmul", "aten.matmul.default")
+def matmul(e: Emitter, a: Any, b: Any) -> Any:
+    """torch.matmul without its decomposition: equal ranks, or [..., k] @ [k, n] through a 2-D product."""
+    ra, rb = e.rank(a), e.rank(b)
+    if ra == rb >= 2 and e.shape(a)[:-2] == e.shape(b)[:-2]:
+        return e.op("matmul", a, b)
+    if ra > 2 and rb == 2:
+        flat = e.op("reshape", a, shape=[-1, e.shape(a)[-1]])
+        product = e.op("matmul", flat, b)
+        return e.op("reshape", product, shape=list(e.shape(a)[:-1]) + [e.shape(b)[-1]])
+    raise Unmappable("this matmul broadcasting is exported from its decomposition")

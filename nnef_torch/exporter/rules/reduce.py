@@ -235,3 +235,12 @@ def instance_norm(e: Emitter, x: Any, weight: Any, bias: Any, running_mean: Any,
     return e.op("instance_norm", x, _row(e, weight) if weight is not None else 1.0,
                 _row(e, bias) if bias is not None else 0.0, axes=list(range(2, e.rank(x))), epsilon=float(eps),
                 out_shape=e.shape(x))
+
+
+@export_rule("batch_normalization", "aten.batch_norm.default")
+def batch_norm(e: Emitter, x: Any, weight: Any, bias: Any, mean: Any, var: Any, training: bool, momentum: float,
+               eps: float, *rest: Any) -> Any:
+    """The undecomposed form, exported directly in eval mode (training mode is decomposed first)."""
+    if training or mean is None:
+        raise Unmappable("batch norm with batch statistics is exported from its decomposition")
+    return batch_norm_eval(e, x, weight, bias, mean, var, momentum, eps)[0]
