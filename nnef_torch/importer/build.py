@@ -1,5 +1,6 @@
 """IR graph -> fx graph: externals become placeholders, variables `get_attr`s, each operation the torch calls its
-op function makes when traced, graph.quant entries their quantization op, updates `write_state` calls at the end.
+op function makes when traced, graph.quant entries a call of a `FakeQuantize` submodule (`fake_quant.<tensor>`; a
+custom quantization fragment or a `custom_ops` override stays a function call), updates `write_state` calls at the end.
 
 The generated `forward` is straight-line code over torch calls; op functions ran once, here, on proxies.
 """
@@ -19,8 +20,11 @@ from nnef_torch.importer.weights import declared_dtype
 from nnef_torch.ir.graph import Graph, Operation, Ref
 from nnef_torch.ir.lower import python_name
 from nnef_torch.ops import registry
+from nnef_torch.quant.functional import OPS
+from nnef_torch.quant.modules import FakeQuantize
 
 _SPECIAL = ("external", "variable", "update")
+QUANTIZERS = "fake_quant"  # the submodule holding one FakeQuantize per graph.quant entry
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,7 @@ class GraphBuilder:
         self.state_reads: dict[str, fx.Proxy] = {}
         self.writes: list[tuple[str, Any]] = []
         self.special = {"external": self.external, "variable": self.variable, "update": self.update}
+        self.quantizers: dict[str, str] = {}  # tensor name -> submodule path of its FakeQuantize
 
     def build(self) -> fx.Graph:
         for external in self.graph.signature.externals:
@@ -125,6 +130,7 @@ class GraphBuilder:
         result = outputs[0] if len(outputs) == 1 else outputs
         self.tracer.create_node("output", "output", (self.tracer.create_arg(result),), {})
         fx_graph = self.tracer.graph
+        fx_graph.owning_module = self.root  # dead-code elimination asks it whether call_module nodes are pure
         fx_graph.eliminate_dead_code()
         fx_graph.lint()
         return fx_graph
@@ -213,15 +219,32 @@ class GraphBuilder:
         annotate(value, tensor.shape, dtype or declared_dtype(tensor.dtype or "scalar", self.float_dtype))
         spec = self.graph.quantization.get(name)
         if spec is not None:
-            fn = self.find(spec.op)
             before = len(self.tracer.graph.nodes)
-            quantized = fn(value, **{python_name(key): arg for key, arg in spec.args.items()})
+            if spec.op in OPS and spec.op not in self.custom:
+                quantized = self.tracer.create_proxy("call_module", self.quantizer(name, spec), (value,), {})
+            else:
+                fn = self.find(spec.op)
+                quantized = fn(value, **{python_name(key): arg for key, arg in spec.args.items()})
             fresh = set(list(self.tracer.graph.nodes)[before:])
             annotate(quantized, tensor.shape, value.node.meta["nnef_dtype"])
             value = quantized
         if value.node in fresh:
             value.node._rename(python_name(name))
         self.env[name] = value
+
+    def quantizer(self, name: str, spec: Any) -> str:
+        """Register the FakeQuantize of tensor `name`'s graph.quant entry on the root; its submodule path."""
+        holder = self.root._modules.get(QUANTIZERS)
+        if holder is None:
+            holder = torch.nn.Module()
+            self.root.add_module(QUANTIZERS, holder)
+        key = python_name(name)
+        try:
+            holder.add_module(key, FakeQuantize.from_spec(spec))
+        except ValueError as error:
+            raise NNEFUnsupportedError(f"graph.quant entry of '{name}': {error}", spec.location) from error
+        self.quantizers[name] = f"{QUANTIZERS}.{key}"
+        return self.quantizers[name]
 
 
 def _is_parameter(root: torch.nn.Module, path: str) -> bool:

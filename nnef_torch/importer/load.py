@@ -12,7 +12,7 @@ from nnef_torch.errors import NNEFError
 from nnef_torch.format import container
 from nnef_torch.gc_pause import gc_paused
 import nnef_torch.ops.torch_ops  # noqa: F401  (registers the torch implementations)
-from nnef_torch.importer.build import GraphBuilder, Slot, check_supported, implementations, plan_slots
+from nnef_torch.importer.build import QUANTIZERS, GraphBuilder, Slot, check_supported, implementations, plan_slots
 from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
 from nnef_torch.importer.weights import Storage, declared_dtype, to_tensor
 from nnef_torch.ir.graph import Graph
@@ -51,7 +51,8 @@ def load(path: str | os.PathLike, *, device: Any = None, dtype: torch.dtype | No
             place(root, slot.path, empty, _trainable(slot))
         storage: dict[str, Storage] = {}
         with _Reader(files, graph, slots, device, dtype, progress) as reader:
-            fx_graph = GraphBuilder(graph, root, slots, find, custom_ops, dtype).build()
+            builder = GraphBuilder(graph, root, slots, find, custom_ops, dtype)
+            fx_graph = builder.build()
             module = NNEFModule(root, fx_graph, class_name=_class_name(graph.name))
             for slot in slots.values():  # variables no operation reads are still part of the model
                 if not _has(module, slot.path):
@@ -61,7 +62,10 @@ def load(path: str | os.PathLike, *, device: Any = None, dtype: torch.dtype | No
                 storage[slot.key] = stored
         source = files.source
         graph_text, quant_text = files.graph_text, files.quant_text
-    module.meta[INFO_KEY] = ModelInfo(graph, graph_text, quant_text, slots, storage, os.fspath(source))
+    if builder.quantizers and device is not None and device.type != "meta":
+        module.get_submodule(QUANTIZERS).to(device)
+    module.meta[INFO_KEY] = ModelInfo(graph, graph_text, quant_text, slots, storage, os.fspath(source),
+                                      builder.quantizers)
     return module
 
 

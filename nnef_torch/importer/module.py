@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 import torch.fx as fx
@@ -26,6 +26,7 @@ class ModelInfo:
     slots: dict[str, Slot]
     storage: dict[str, Storage] = field(default_factory=dict)
     source: str | None = None
+    quantizers: dict[str, str] = field(default_factory=dict)  # tensor name -> FakeQuantize submodule path
 
 
 class NNEFModule(fx.GraphModule):
@@ -47,6 +48,26 @@ class NNEFModule(fx.GraphModule):
             if slot.path == path:
                 return slot.label
         raise KeyError(path)
+
+    def quantizers(self) -> dict[str, torch.nn.Module]:
+        """The fake quantization of each graph.quant entry, by NNEF tensor name (`FakeQuantize` modules)."""
+        return {name: self.get_submodule(path) for name, path in self.nnef.quantizers.items()}
+
+    def set_quantization(self, enabled: bool | None = None, tensors: str | Iterable[str] | None = None, *,
+                         learnable: bool | None = None) -> NNEFModule:
+        """Switch fake quantization on or off, or make its ranges/scales trainable (LSQ), for the named tensors
+        (default: every graph.quant entry). Returns the module."""
+        found = self.quantizers()
+        names = list(found) if tensors is None else [tensors] if isinstance(tensors, str) else list(tensors)
+        unknown = [name for name in names if name not in found]
+        if unknown:
+            raise KeyError(f"no graph.quant entry for tensor(s) {unknown}; quantized tensors: {sorted(found)}")
+        for name in names:
+            if enabled is not None:
+                found[name].enabled = bool(enabled)
+            if learnable is not None:
+                found[name].set_learnable(learnable)
+        return self
 
     def save(self, path: str | os.PathLike, *, compress: bool | None = None, progress: bool | None = None) -> None:
         """Write the same graph (and graph.quant) with the current values of the variables."""

@@ -41,7 +41,8 @@ def _segment(part: str) -> str:
 def _reserved() -> frozenset[str]:
     """Names a module already uses (`half`, `forward`, `graph`, ...): a tensor cannot take them."""
     from nnef_torch.importer.module import NNEFModule
-    return frozenset(dir(NNEFModule)) | {"meta", "training", "_graph", "_code"}
+    from nnef_torch.importer.build import QUANTIZERS
+    return frozenset(dir(NNEFModule)) | {"meta", "training", "_graph", "_code", QUANTIZERS}
 
 
 def _clashes(path: str, leaves: set[str], modules: set[str]) -> bool:

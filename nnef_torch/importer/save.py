@@ -1,12 +1,17 @@
-"""Save an imported module back as NNEF: its graph text and graph.quant as read, each variable's current value
-encoded as it was stored, written atomically and one tensor at a time."""
+"""Save an imported module back as NNEF: its graph text as read, graph.quant with each quantizer's current
+parameters (the text as read while none changed), each variable's current value encoded as it was stored
+(quantized codes by its current graph.quant entry), written atomically and one tensor at a time."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Callable, Iterator
 
 from nnef_torch.errors import NNEFError
+import numpy as np
+
 from nnef_torch.format import container
+from nnef_torch.format.quant_file import QuantSpec, print_quantization
 from nnef_torch.importer.module import NNEFModule, tensor_at
 from nnef_torch.importer.weights import Storage, encode
 
@@ -18,10 +23,37 @@ def save_imported(module: NNEFModule, path: str | os.PathLike, *, compress: bool
         if tensor_at(module, slot.path).is_meta:
             raise NNEFError(f"variable '{slot.label}' has no data (the module was loaded on the meta device); "
                             "call .materialize() before saving")
-    container.write_model(path, info.graph_text, _tensors(module, progress), info.quant_text, compress=compress)
+    specs = current_quantization(module)
+    quant_text = info.quant_text if specs == info.graph.quantization else print_quantization(specs)
+    container.write_model(path, info.graph_text, _tensors(module, specs, progress), quant_text, compress=compress)
 
 
-def _tensors(module: NNEFModule, progress: bool | None) -> Iterator[tuple[str, Callable[[], bytes]]]:
+def current_quantization(module: NNEFModule) -> dict[str, QuantSpec]:
+    """graph.quant as read, with the entries of quantizers whose parameters changed since loading replaced."""
+    info = module.nnef
+    specs = dict(info.graph.quantization)
+    for name, quantizer in module.quantizers().items():
+        current = quantizer.spec()
+        if not _same(current, specs[name]):
+            specs[name] = current
+    return specs
+
+
+def _same(current: QuantSpec, original: QuantSpec) -> bool:
+    """The same entry up to float32 rounding (the quantizer holds float32 parameters)."""
+    if current.op != original.op or set(current.args) != set(original.args):
+        return False
+    for key, value in current.args.items():
+        old = original.args[key]
+        if isinstance(value, (bool, int)) and not isinstance(old, float):
+            if value != old:
+                return False
+        elif not np.array_equal(np.float32(value), np.broadcast_to(np.float32(old), np.shape(value))):
+            return False
+    return True
+
+
+def _tensors(module: NNEFModule, specs: dict[str, QuantSpec], progress: bool | None) -> Iterator[tuple[str, Callable[[], bytes]]]:
     info = module.nnef
     slots = list(info.slots.values())
     bar = None
@@ -30,7 +62,11 @@ def _tensors(module: NNEFModule, progress: bool | None) -> Iterator[tuple[str, C
         bar = tqdm(total=len(slots), unit="tensor", desc="saving NNEF tensors")
     try:
         for slot in slots:
-            yield slot.label, _encoder(module, slot.path, info.storage[slot.key])
+            storage = info.storage[slot.key]
+            if storage.spec is not None:  # codes follow the variable's current entry
+                variable = info.graph.shared_variables()[slot.key][0]
+                storage = dataclasses.replace(storage, spec=specs.get(variable.name, storage.spec))
+            yield slot.label, _encoder(module, slot.path, storage)
             if bar is not None:
                 bar.update(1)
     finally:

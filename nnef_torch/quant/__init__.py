@@ -1,0 +1,16 @@
+"""Quantization-aware training that reads and writes NNEF quantization (spec chapter 7).
+
+- `FakeQuantize`: one NNEF quantization op as a module (bit-exact forward, straight-through and LSQ gradients).
+- `fake_quantize`: the same as one torch op, `torch.ops.nnef_torch.fake_quantize`.
+- `prepare(module, config)`: fake quantizers with observers on a model's weights, activations and inputs;
+  `calibrate(module, batches)` sets their ranges. Observers: min/max, moving average, percentile.
+"""
+from nnef_torch.quant.functional import fake_quantize
+from nnef_torch.quant.modules import FakeQuantize
+from nnef_torch.quant.observers import MinMaxObserver, MovingAverageObserver, PercentileObserver, make_observer
+from nnef_torch.quant.prepare import (QuantConfig, QuantScheme, calibrate, prepare, quantizers, set_enabled,
+                                      set_observing)
+
+__all__ = ["FakeQuantize", "fake_quantize"]
+__all__ += ["MinMaxObserver", "MovingAverageObserver", "PercentileObserver", "QuantConfig", "QuantScheme",
+            "calibrate", "make_observer", "prepare", "quantizers", "set_enabled", "set_observing"]
