@@ -17,7 +17,8 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
     A module made by `nnef_torch.load` writes its own graph with the current values of its variables; any other
     module is traced on `example_inputs` (a tensor, or a tuple or list of tensors) and exported
     (`nnef_torch.export`). DistributedDataParallel, DataParallel and torch.compile wrappers are saved as the module
-    inside them, with its own state_dict names as labels. The module itself is not changed.
+    inside them, with its own state_dict names as labels. The module itself is not changed. `quantization`
+    says how fake quantization is written (see `nnef_torch.export`).
     """
     from nnef_torch.exporter.trace import unwrap
     module = unwrap(module)  # DistributedDataParallel and similar wrappers
@@ -30,7 +31,5 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
     if example_inputs is None:
         raise ExportError(f"saving a {type(module).__name__} traces it: pass example_inputs=(tensor, ...) with the "
                           "shapes the NNEF graph should have")
-    if quantization is not None:
-        raise NNEFUnsupportedError("quantization= is not supported by the exporter yet")
     from nnef_torch.exporter.export import export
-    export(module, example_inputs).save(path, compress=compress, progress=progress)
+    export(module, example_inputs, quantization=quantization).save(path, compress=compress, progress=progress)

@@ -41,9 +41,14 @@ def test_torch_side_signatures():
 
 def test_export_surface():
     params = inspect.signature(nnef_torch.export).parameters
-    assert list(params) == ["module", "example_inputs"]
-    assert all(param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and param.default is inspect.Parameter.empty
-               for param in params.values())
+    assert list(params) == ["module", "example_inputs", "quantization"]
+    assert all(params[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and
+               params[name].default is inspect.Parameter.empty for name in ("module", "example_inputs"))
+    assert params["quantization"].kind is inspect.Parameter.KEYWORD_ONLY and params["quantization"].default is None
+    from nnef_torch.exporter.quantization import QuantExport
+    assert [f.name for f in __import__("dataclasses").fields(QuantExport)] == ["op", "inline", "weights"]
+    assert QuantExport() == QuantExport(op=None, inline=False, weights="float")
+    assert nnef_torch.save.__kwdefaults__["quantization"] is None
     assert inspect.isclass(nnef_torch.Model) and callable(nnef_torch.Model.save)
     assert list(inspect.signature(nnef_torch.Model.save).parameters) == ["self", "path", "compress", "progress"]
     assert issubclass(nnef_torch.ExportError, nnef_torch.NNEFError) and issubclass(nnef_torch.ExportError, ValueError)

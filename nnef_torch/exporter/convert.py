@@ -5,6 +5,10 @@ user inputs -> `external`, parameters and buffers -> `variable` (labelled by the
 constants -> literals, `constant` or variables, buffer mutations -> `update`. Every node without an exact NNEF form
 is collected first, and all are reported together in one `ExportError`, each at the user's source line.
 
+Fake quantization (`torch.ops.nnef_torch.fake_quantize`) becomes graph.quant entries (exporter/quantization.py); its
+parameters are folded to numbers by evaluating their nodes on the program's state (`_State.fold`). A weight made by
+`torch.nn.utils.parametrize` (state name `conv.parametrizations.weight.original`) is labelled `conv/weight`.
+
 NNEF arithmetic is defined on scalars only, so integer buffer arithmetic (BatchNorm's `num_batches_tracked += 1` in
 training mode) is written with `cast` around a scalar `add`; consumers without `cast` (tract) cannot run such graphs.
 """
@@ -19,6 +23,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from nnef_torch.errors import ExportError
 from nnef_torch.exporter import rules  # noqa: F401  (registers every export rule)
+from nnef_torch.exporter.quantization import QuantExport  # (registers the fake quantization rule)
 from nnef_torch.exporter.emitter import Emitter, Unmappable
 from nnef_torch.exporter.problems import Problem, node_problem
 from nnef_torch.ir.graph import Graph, Ref
@@ -73,13 +78,18 @@ def graph_name(module: torch.nn.Module) -> str:
     return name if name[0].isalpha() or name[0] == "_" else "G_" + name
 
 
-def to_ir(program: torch.export.ExportedProgram, name: str) -> tuple[Graph, Emitter]:
-    """The IR graph of `program`; raises `ExportError` listing every problem found."""
+def to_ir(program: torch.export.ExportedProgram, name: str,
+          quantization: QuantExport | None = None) -> tuple[Graph, Emitter]:
+    """The IR graph of `program`; raises `ExportError` listing every problem found. `quantization` says how fake
+    quantization is written (graph.quant entries by default)."""
     signature = program.graph_signature
     inputs = {spec.arg.name: spec for spec in signature.input_specs if hasattr(spec.arg, "name")}
     nodes = list(program.graph.nodes)
     emit = Emitter(reserved=[node.name for node in nodes])
     state = _State(program)
+    emit.fold = state.fold
+    emit.quant_options = quantization
+    seen: set[str] = set()  # tensors already the value of a node: a second node with the same value aliases it
     table = export_rules()
     env: dict[str, Any] = {}
     problems: list[Problem] = []
@@ -95,6 +105,9 @@ def to_ir(program: torch.export.ExportedProgram, name: str) -> tuple[Graph, Emit
             outputs = _outputs(emit, state, node, env, problems)
         else:  # get_attr / call_module: the subgraph of a higher-order op (torch.cond, ...), reported where used
             env[node.name] = SUBGRAPH
+        value = env.get(node.name)
+        if isinstance(value, Ref):
+            (emit.shared if value.name in seen else seen).add(value.name)
     if problems:
         error = ExportError(f"{name} cannot be exported as NNEF ({len(problems)} problem(s)):", problems)
         raise error from (internal[0] if internal else None)
@@ -117,9 +130,56 @@ class _State:
         for target, value in list(program.state_dict.items()) + list(program.constants.items()):
             if isinstance(value, torch.Tensor):
                 first.setdefault(id(value), target)
-        self.labels = {target: label(first.get(id(value), target)) for target, value in self.values.items()}
+        names = _parametrized_names(self.values)
+        self.labels = {target: label(names.get(first.get(id(value), target), first.get(id(value), target)))
+                       for target, value in self.values.items()}
         self.refs: dict[str, Ref] = {}  # label -> the variable written for it
         self.output_specs = program.graph_signature.output_specs
+        self.inputs = {spec.arg.name: spec for spec in program.graph_signature.input_specs
+                       if hasattr(spec.arg, "name")}
+        self._folded: dict[str, torch.Tensor] = {}
+
+    def fold(self, node: torch.fx.Node) -> torch.Tensor:
+        """The value of `node` computed from the parameters, buffers and constants; Unmappable when it depends on
+        a graph input."""
+        if node.name in self._folded:
+            return self._folded[node.name]
+        if node.op == "placeholder":
+            spec = self.inputs.get(node.name)
+            if spec is None or spec.kind == InputKind.USER_INPUT:
+                raise Unmappable(f"it is computed from the graph input '{node.name}', and NNEF quantization "
+                                 "parameters are fixed numbers")
+            value = self.values.get(spec.target)
+            if not isinstance(value, torch.Tensor):
+                raise Unmappable(f"'{node.name}' ({spec.kind.name.lower()}) is not a tensor of the module's state")
+        elif node.op == "call_function" and callable(node.target):
+            args = torch.fx.node.map_arg(node.args, self.fold)
+            kwargs = torch.fx.node.map_arg(node.kwargs, self.fold)
+            with torch.no_grad():
+                value = node.target(*args, **kwargs)
+        else:
+            raise Unmappable(f"'{node.name}' ({node.op}) cannot be evaluated ahead of time")
+        if isinstance(value, torch.Tensor):
+            value = value.detach()
+        self._folded[node.name] = value
+        return value
+
+
+_PARAMETRIZED = re.compile(r"^(?:(.*)\.)?parametrizations\.([^.]+)\.original$")
+
+
+def _parametrized_names(values: dict[str, Any]) -> dict[str, str]:
+    """`conv.parametrizations.weight.original` (torch.nn.utils.parametrize) -> `conv.weight`, where that name is
+    free: no other state entry has it and no other parametrized tensor becomes it."""
+    found: dict[str, str] = {}
+    for target in values:
+        match = _PARAMETRIZED.match(target)
+        if match:
+            found[target] = f"{match.group(1)}.{match.group(2)}" if match.group(1) else match.group(2)
+    counts: dict[str, int] = {}
+    for name in found.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {target: name for target, name in found.items() if counts[name] == 1 and name not in values}
 
 
 def _placeholder(emit: Emitter, state: _State, node, spec, problems: list[Problem]) -> Any:

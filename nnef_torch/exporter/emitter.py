@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -113,6 +113,13 @@ class Emitter:
         self._renamed: dict[str, Ref] = {}  # applied to the operations once, when the graph is finished
         self._used = set(KEYWORDS) | set(standard_fragments()) | set(exporter_fragments())
         self._reserved = set(reserved)  # the traced graph's node names: each is kept for its own node
+        # graph.quant entries by tensor name (QuantSpec); they follow renames and dead-code elimination
+        self.quantization: dict[str, Any] = {}
+        self.quant_options: Any = None  # how fake quantization is written (exporter.quantization.QuantExport)
+        self.shared: set[str] = set()  # tensors that are the value of more than one traced node (aliases)
+        # evaluates a node of the traced graph on the program's parameters, buffers and constants (constant
+        # folding); raises Unmappable when the node depends on a graph input
+        self.fold: Callable[[torch.fx.Node], torch.Tensor] | None = None
 
     # ----------------------------------------------------------------------------------------- names and types
     def fresh(self, base: str, own: bool = False) -> str:
@@ -137,6 +144,8 @@ class Emitter:
         old = self.tensors[ref.name]
         self.tensors[name] = Tensor(name, old.dtype, old.shape)
         self._renamed[ref.name] = Ref(name)
+        if ref.name in self.quantization:
+            self.quantization[name] = self.quantization.pop(ref.name)
         return Ref(name)
 
     def shape(self, x: Any) -> tuple[int, ...]:
@@ -298,9 +307,11 @@ class Emitter:
         variables = tuple(v for v in self.variables if v.name in live)
         self.data = {v.label: self.data[v.label] for v in variables}
         self.tensors = {k: t for k, t in self.tensors.items() if k in live or k in {r.name for r in outputs}}
+        self.quantization = {k: spec for k, spec in self.quantization.items() if k in self.tensors}
         signature = Signature(tuple(self.externals), variables, tuple(self.updates),
                               tuple(ref.name for ref in outputs))
-        return Graph(name, "1.0", (), dict(self.tensors), tuple(self.operations), signature)
+        return Graph(name, "1.0", (), dict(self.tensors), tuple(self.operations), signature,
+                     quantization=dict(self.quantization))
 
 
 def _coerce(value: Any, kind: str | None) -> Any:

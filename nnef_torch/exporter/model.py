@@ -1,4 +1,5 @@
-"""`nnef_torch.Model`: an exported model in memory (graph text, graph.quant text, tensor values by label)."""
+"""`nnef_torch.Model`: an exported model in memory (graph text, graph.quant text, tensor values by label, and how
+variables with a graph.quant entry are stored: float, integer codes or the seed layout)."""
 from __future__ import annotations
 
 import os
@@ -8,6 +9,8 @@ from typing import Callable, Iterator
 import torch
 
 from nnef_torch.format import container, tensor_file
+from nnef_torch.importer.weights import Storage
+from nnef_torch.importer.weights import encode as encode_stored
 from nnef_torch.ir.graph import Graph
 
 PROGRESS_BYTES = 64 << 20  # a progress bar shows on a terminal from this much tensor data
@@ -23,6 +26,7 @@ class Model:
     tensors: dict[str, torch.Tensor]
     quant_text: str | None = None
     fragments: tuple[str, ...] = field(default=())
+    storage: dict[str, Storage] = field(default_factory=dict)  # label -> quantized layout (float when absent)
 
     def save(self, path: str | os.PathLike, *, compress: bool | None = None, progress: bool | None = None) -> None:
         """Write graph.nnef, graph.quant and one .dat per variable to a folder or a .tgz/.tar.gz/.tar archive,
@@ -41,15 +45,15 @@ class Model:
             bar = tqdm(total=self.nbytes(), unit="B", unit_scale=True, desc="writing NNEF tensors")
         try:
             for label, value in self.tensors.items():
-                yield label, _encoder(value, bar)
+                yield label, _encoder(value, bar, self.storage.get(label))
         finally:
             if bar is not None:
                 bar.close()
 
 
-def _encoder(value: torch.Tensor, bar) -> Callable[[], bytes]:
+def _encoder(value: torch.Tensor, bar, storage: Storage | None = None) -> Callable[[], bytes]:
     def encode() -> bytes:
-        data = tensor_file.encode(_numpy(value))
+        data = tensor_file.encode(_numpy(value)) if storage is None else encode_stored(value, storage)
         if bar is not None:
             bar.update(value.numel() * value.element_size())
         return data

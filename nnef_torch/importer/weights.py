@@ -94,6 +94,9 @@ def quantize_codes(values: np.ndarray, spec: QuantSpec, dtype: np.dtype) -> np.n
     args = {key: _param(value, values.ndim) for key, value in spec.args.items()}
     if spec.op == "zero_point_linear_quantize":
         codes = _round(values / args["scale"]) + args["zero_point"]
+        top = 2.0 ** (int(args["bits"]) - 1) - 1 if args.get("signed", False) else 2.0 ** int(args["bits"]) - 1
+        bottom = 0.0 if not args.get("signed", False) else -top if args.get("symmetric", False) else -top - 1
+        codes = np.clip(codes, bottom, top)  # the entry's code range (signed symmetric stops at -127, not -128)
     else:
         r, p = _linear_range(spec, args)
         clamped = np.clip(values, args["min"], args["max"])

@@ -393,10 +393,11 @@ def min_max_linear_quantize(x: Any, min: Any, max: Any, *, bits: int, signed: bo
     """round((clamp(x, min, max) - min) / (max - min) * r) / r * (max - min) + min, r = 2^bits - 1 - (signed and
     symmetric); the definition's offset p is subtracted and added back to an integer value, so it cancels."""
     r = float(2 ** bits - 1 - int(signed and symmetric))
+    divisor = as_tensor(r, like=x, dtype=static_dtype(x))  # CUDA divides by a Python number as a product with 1 / r
     x, low, high = aligned(x, min, max)
     span = high - low
     q = round_half_away((_clamp(x, low, high) - low) / span * r)
-    return q / r * span + low
+    return q / divisor * span + low
 
 
 @torch_op('linear_quantize')

@@ -41,7 +41,11 @@ def _forward(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str, bits: i
 def fake_quantize(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str, bits: int, signed: bool,
                   symmetric: bool, grad_scale: float) -> torch.Tensor:
     """`op` applied to x. a, b: (zero_point, scale), (min, max), or (max, unused) for logarithmic_quantize."""
-    return _forward(x, a, b, op, bits, signed, symmetric).to(x.dtype)
+    # one precision throughout, as the backward: float64 for float64 x, else float32 (float32 parameters of a
+    # float64 x would otherwise make max - min a float32 value)
+    wide = torch.float64 if x.dtype == torch.float64 else torch.float32
+    a, b = (t.to(wide) if t.is_floating_point() else t for t in (a, b))
+    return _forward(x.to(wide), a, b, op, bits, signed, symmetric).to(x.dtype)
 
 
 @fake_quantize.register_fake
