@@ -55,6 +55,20 @@ def test_export_surface():
     assert "problems" in inspect.signature(nnef_torch.ExportError).parameters
 
 
+def test_quantization_surface():
+    from nnef_torch import quant
+    assert {"FakeQuantize", "fake_quantize", "prepare", "calibrate", "QuantConfig", "QuantScheme", "QuantExport",
+            "quantizers", "set_enabled", "set_observing", "MinMaxObserver", "MovingAverageObserver",
+            "PercentileObserver"} <= set(quant.__all__)
+    assert list(inspect.signature(quant.prepare).parameters) == ["module", "config", "inplace"]
+    assert list(inspect.signature(quant.calibrate).parameters)[:2] == ["module", "batches"]
+    assert list(inspect.signature(quant.FakeQuantize).parameters)[:1] == ["op"]
+    module = nnef_torch.NNEFModule
+    assert callable(module.quantizers) and callable(module.set_quantization)
+    params = inspect.signature(module.set_quantization).parameters
+    assert list(params) == ["self", "enabled", "tensors", "learnable"]
+
+
 def test_importing_the_format_layer_does_not_import_torch():
     import subprocess
     import sys

@@ -40,6 +40,7 @@ from nnef_torch.importer.weights import Storage
 from nnef_torch.ir.graph import Graph, Operation, Ref
 from nnef_torch.ops.registry import export_rule
 from nnef_torch.quant.functional import OPS, zero_point_range
+from nnef_torch.quant.prepare import known_fields
 
 WEIGHTS = ("float", "quantized", "seed")
 # the tensor parameters of each op (in order) and its attributes
@@ -78,11 +79,7 @@ def quant_options(value: Any) -> QuantExport:
     if isinstance(value, QuantExport):
         return value
     if isinstance(value, Mapping):
-        fields = {f.name for f in dataclasses.fields(QuantExport)}
-        unknown = sorted(set(value) - fields)
-        if unknown:
-            raise ExportError(f"unknown quantization option(s) {unknown}; expected {sorted(fields)}")
-        return QuantExport(**value)
+        return QuantExport(**known_fields(QuantExport, value, "quantization option", ExportError))
     raise ExportError(f"quantization must be None, a dict or a QuantExport, not {type(value).__name__}")
 
 

@@ -4,6 +4,8 @@
 - `fake_quantize`: the same as one torch op, `torch.ops.nnef_torch.fake_quantize`.
 - `prepare(module, config)`: fake quantizers with observers on a model's weights, activations and inputs;
   `calibrate(module, batches)` sets their ranges. Observers: min/max, moving average, percentile.
+- `QuantExport`: how `nnef_torch.export` / `save(quantization=...)` write fake quantization (graph.quant entries or
+  inline ops, the op form, weights as float, integer codes or the seed layout).
 """
 from nnef_torch.quant.functional import fake_quantize
 from nnef_torch.quant.modules import FakeQuantize
@@ -14,3 +16,7 @@ from nnef_torch.quant.prepare import (QuantConfig, QuantScheme, calibrate, prepa
 __all__ = ["FakeQuantize", "fake_quantize"]
 __all__ += ["MinMaxObserver", "MovingAverageObserver", "PercentileObserver", "QuantConfig", "QuantScheme",
             "calibrate", "make_observer", "prepare", "quantizers", "set_enabled", "set_observing"]
+
+from nnef_torch.exporter.quantization import QuantExport  # noqa: E402  (after the modules it builds on)
+
+__all__ += ["QuantExport"]

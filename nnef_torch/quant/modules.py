@@ -33,6 +33,8 @@ class FakeQuantize(torch.nn.Module):
             raise ValueError(f"unknown quantization op {op!r}; expected one of {', '.join(OPS)}")
         if not 1 <= int(bits) <= 32:
             raise ValueError(f"bits must be in 1..32, not {bits}")
+        if int(bits) < 2 and (signed or symmetric) and op != "logarithmic_quantize":
+            raise ValueError(f"{op} needs at least 2 bits when signed or symmetric (1 bit leaves no range)")
         if op == "linear_quantize" and (signed or symmetric):
             raise ValueError("linear_quantize is unsigned and asymmetric; use min_max_linear_quantize")
         if learnable and not LEARNABLE[op]:

@@ -26,7 +26,7 @@ import fnmatch
 import inspect
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import torch
 from torch import nn
@@ -152,11 +152,7 @@ class QuantConfig:
         if isinstance(config, cls):
             return config
         if isinstance(config, dict):
-            known = {f.name for f in dataclasses.fields(cls)}
-            unknown = sorted(set(config) - known)
-            if unknown:
-                raise ValueError(f"unknown QuantConfig fields {unknown}; expected some of {sorted(known)}")
-            return cls(**config)
+            return cls(**known_fields(cls, config, "QuantConfig"))
         raise TypeError(f"config must be a QuantConfig, a dict or None, not {type(config).__name__}")
 
     def input_scheme(self) -> QuantScheme | None:
@@ -164,15 +160,21 @@ class QuantConfig:
         return self._inputs
 
 
+def known_fields(cls: type, values: Mapping[str, Any], what: str, error: type[Exception] = ValueError,
+                 prefix: str = "") -> dict:
+    """`values` as keyword arguments of the dataclass `cls`; `error` names any key that is not one of its fields."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise error(f"{prefix}unknown {what} fields {unknown}; expected some of {sorted(known)}")
+    return dict(values)
+
+
 def _scheme(value: Any, default, shared: dict, what: str) -> QuantScheme | None:
     if value is None or value is False:
         return None
     if isinstance(value, dict):
-        known = {f.name for f in dataclasses.fields(QuantScheme)}
-        unknown = sorted(set(value) - known)
-        if unknown:
-            raise ValueError(f"{what}: unknown QuantScheme fields {unknown}; expected some of {sorted(known)}")
-        value = dataclasses.replace(default(), **value)
+        value = dataclasses.replace(default(), **known_fields(QuantScheme, value, "QuantScheme", prefix=f"{what}: "))
     elif not isinstance(value, QuantScheme):
         raise ValueError(f"{what} must be a QuantScheme, a dict or None, not {type(value).__name__}")
     value = dataclasses.replace(value, **shared)

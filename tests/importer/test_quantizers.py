@@ -2,6 +2,8 @@
 trainable (straight-through and LSQ), and saved back with their current parameters."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -194,3 +196,24 @@ graph G( x ) -> ( y )
     module = nnef_torch.load(write_model(tmp_path, text, {"fake_quant": np.array([0.4, 1.2], np.float32)}, quant=quant))
     assert torch.equal(module(torch.tensor([0.0, 0.0])), torch.tensor([0.0, 1.0]))
     assert module.label_of("fake_quant_") == "fake_quant"
+
+
+def _entries(specs) -> list[tuple]:
+    """graph.quant entries as comparable rows, parameters at float32 (what the quantizers hold)."""
+    def value(v):
+        return tuple(np.float32(v).reshape(-1).tolist()) if isinstance(v, (float, list)) else v
+    return sorted((spec.op, tuple(sorted((k, value(v)) for k, v in spec.args.items()))) for spec in specs)
+
+
+@pytest.mark.parametrize("source", ["quantized", "tiny_cnn"])
+def test_import_then_export_writes_the_same_entries(source, quantized, tmp_path):
+    nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
+    folder = quantized if source == "quantized" else Path(nnef_torch.__file__).parent / "models" / "tiny_cnn"
+    module = nnef_torch.load(folder)
+    x = torch.rand(tuple(module.nnef_graph.tensors[module.nnef_graph.signature.externals[0].name].shape))
+    exported = nnef_torch.export(module, (x,))
+    assert _entries(exported.graph.quantization.values()) == _entries(module.nnef_graph.quantization.values())
+    exported.save(tmp_path / "again")
+    khronos = nnef.load_graph(str(tmp_path / "again"))
+    assert sum(1 for t in khronos.tensors.values() if t.quantization) == len(module.quantizers())
+    assert torch.equal(nnef_torch.load(tmp_path / "again")(x), module(x))

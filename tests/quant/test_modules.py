@@ -308,3 +308,12 @@ def test_compile_fullgraph_matches_eager():
     assert torch.equal(found, expected)
     for mine, theirs in zip(compiled_grads, (p.grad for p in model.parameters())):
         torch.testing.assert_close(mine, theirs, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op, signed, symmetric", [("zero_point_linear_quantize", True, True),
+                                                   ("zero_point_linear_quantize", False, True),
+                                                   ("min_max_linear_quantize", True, True)])
+def test_one_bit_needs_an_unsigned_asymmetric_range(op, signed, symmetric):
+    with pytest.raises(ValueError, match="at least 2 bits"):
+        FakeQuantize(op, bits=1, signed=signed, symmetric=symmetric)
+    assert torch.isfinite(FakeQuantize(op, bits=1)(torch.linspace(-1, 2, 7))).all()

@@ -37,7 +37,9 @@ def linear(e: Emitter, x: Any, weight: Any, bias: Any = None) -> Any:
         flat = e.op("reshape", x, shape=[-1, shape[-1]])
     else:
         flat = x
-    y = e.op("linear", flat, weight, _row(e, bias) if bias is not None else 0.0)
+    if bias is not None and e.rank(bias) > 2:
+        raise Unmappable(f"a bias of shape {list(e.shape(bias))}; linear's bias is [C], [1, C] or [batch, C]")
+    y = e.op("linear", flat, weight, _row(e, bias) if e.rank(bias) == 1 else 0.0 if bias is None else bias)
     if len(shape) == 1:
         return e.op("squeeze", y, axes=[0])
     if len(shape) > 2:
