@@ -16,7 +16,12 @@ from nnef_torch.quant.prepare import (QuantConfig, QuantScheme, calibrate, prepa
 __all__ = ["FakeQuantize", "fake_quantize"]
 __all__ += ["MinMaxObserver", "MovingAverageObserver", "PercentileObserver", "QuantConfig", "QuantScheme",
             "calibrate", "make_observer", "prepare", "quantizers", "set_enabled", "set_observing"]
-
-from nnef_torch.exporter.quantization import QuantExport  # noqa: E402  (after the modules it builds on)
-
 __all__ += ["QuantExport"]
+
+
+def __getattr__(name: str):
+    """`QuantExport` lives with the exporter, which imports this package: it is looked up on first use."""
+    if name == "QuantExport":
+        from nnef_torch.exporter.quantization import QuantExport
+        return QuantExport
+    raise AttributeError(f"module 'nnef_torch.quant' has no attribute {name!r}")
