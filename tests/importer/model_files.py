@@ -25,5 +25,23 @@ def write_model(folder: Path, text: str, tensors: Mapping[str, np.ndarray] = {},
     return folder
 
 
+CODES = np.array([[0, 10, 255], [128, 129, 7]], np.uint8)
+CODES_QUANT = ('"w": zero_point_linear_quantize(zero_point = 128, scale = 0.5, bits = 8, signed = false, '
+               'symmetric = false);\n')
+
+
+def write_codes_model(folder: Path) -> Path:
+    """y = x * w, with w stored as uint8 codes (CODES) that its graph.quant entry (CODES_QUANT) dequantizes."""
+    text = """version 1.0;
+graph G( x ) -> ( y )
+{
+    x = external<scalar>(shape = [2, 3]);
+    w = variable<scalar>(shape = [2, 3], label = 'w');
+    y = mul(x, w);
+}
+"""
+    return write_model(folder, text, {"w": CODES}, quant=CODES_QUANT, quantization={"w": {"signed": False}})
+
+
 def rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)

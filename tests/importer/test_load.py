@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import nnef_torch
-from importer.model_files import rng, write_model
+from importer.model_files import CODES, rng, write_codes_model, write_model
 from nnef_torch.errors import NNEFError, NNEFQuantizationError, NNEFUnsupportedError
 
 TWO_OUTPUTS = """version 1.0;
@@ -135,18 +135,8 @@ graph G( x ) -> ( y )
 
 
 def test_quantized_codes_are_dequantized_by_their_graph_quant_entry(tmp_path):
-    text = """version 1.0;
-extension KHR_enable_operator_expressions;
-graph G( x ) -> ( y )
-{
-    x = external<scalar>(shape = [2, 3]);
-    w = variable<scalar>(shape = [2, 3], label = 'w');
-    y = mul(x, w);
-}
-"""
-    codes = np.array([[0, 10, 255], [128, 129, 7]], np.uint8)
-    quant = '"w": zero_point_linear_quantize(zero_point = 128, scale = 0.5, bits = 8, signed = false, symmetric = false);\n'
-    folder = write_model(tmp_path, text, {"w": codes}, quant=quant, quantization={"w": {"signed": False}})
+    folder = write_codes_model(tmp_path)
+    codes = CODES
     module = nnef_torch.load(folder)
     np.testing.assert_allclose(module.get_parameter("w").detach().numpy(), (codes.astype(np.float64) - 128) * 0.5)
     (folder / "graph.quant").unlink()

@@ -12,7 +12,7 @@ import nnef_torch
 from nnef_torch.format import tensor_file
 from nnef_torch.quant import FakeQuantize
 from tests.exporter.consumers import compound_standard_ops
-from tests.importer.model_files import rng, write_model
+from tests.importer.model_files import CODES, rng, write_codes_model, write_model
 
 TEXT = """version 1.0;
 
@@ -88,9 +88,10 @@ def test_switching_quantization_off(quantized, tmp_path):
     module.set_quantization(False)
     assert torch.equal(module(x), plain(x))
     module.set_quantization(True, "h")  # only the activation
-    expected = torch.relu(FakeQuantize("linear_quantize", bits=6, min=-2.0, max=2.0)(
-        torch.nn.functional.linear(x, plain.w, plain.b.reshape(3))))
-    assert torch.equal(module(x), expected)
+    h = torch.nn.functional.linear(x, plain.w, plain.b.reshape(3)).detach().double().numpy()
+    u = (np.clip(h, -2.0, 2.0) + 2.0) / 4.0 * 63  # linear_quantize(min = -2, max = 2, bits = 6), written out
+    expected = torch.relu(torch.from_numpy(np.copysign(np.floor(np.abs(u) + 0.5), u) / 63 * 4.0 - 2.0).float())
+    torch.testing.assert_close(module(x), expected, rtol=0, atol=1e-6)
     with pytest.raises(KeyError, match="no graph.quant entry"):
         module.set_quantization(True, ["nope"])
 
@@ -146,17 +147,8 @@ def test_unchanged_graph_quant_is_saved_verbatim(quantized, tmp_path):
 def test_quantized_weights_are_requantized_by_the_current_entry(tmp_path):
     """Codes stored in .dat are read through the entry and written back through the quantizer's current scale."""
     nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
-    text = """version 1.0;
-graph G( x ) -> ( y )
-{
-    x = external<scalar>(shape = [2, 3]);
-    w = variable<scalar>(shape = [2, 3], label = 'w');
-    y = mul(x, w);
-}
-"""
-    codes = np.array([[0, 10, 255], [128, 129, 7]], np.uint8)
-    quant = '"w": zero_point_linear_quantize(zero_point = 128, scale = 0.5, bits = 8, signed = false, symmetric = false);\n'
-    folder = write_model(tmp_path / "m", text, {"w": codes}, quant=quant, quantization={"w": {"signed": False}})
+    folder = write_codes_model(tmp_path / "m")
+    codes = CODES
     module = nnef_torch.load(folder)
     module.fake_quant.w.scale.fill_(0.25)
     module.save(tmp_path / "saved")
