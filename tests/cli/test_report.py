@@ -1,20 +1,18 @@
-"""The nnef-torch command line: exit codes and reports."""
+"""`validate` and `info`: reports and compiler-style errors."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from khronos import conformance_cases, require_conformance
-from nnef_torch.cli import main
+
+from cli.helpers import cli
 
 
 def test_validate_ok_and_info_report(capsys):
     require_conformance()
     case = conformance_cases()[0].parent / "mnist"
-    assert main(["validate", str(case)]) == 0
-    assert "valid NNEF" in capsys.readouterr().out
-    assert main(["info", str(case)]) == 0
-    out = capsys.readouterr().out
+    status, out, _ = cli(capsys, "validate", case)
+    assert status == 0 and "valid NNEF" in out
+    status, out, _ = cli(capsys, "info", case)
+    assert status == 0
     assert "input: scalar[3, 1, 28, 28]" in out and "output: scalar[3, 10]" in out
     assert "conv" in out and "5,994 parameters" in out  # 200 + 8 + 3200 + 16 + 10 + 2560
 
@@ -22,8 +20,8 @@ def test_validate_ok_and_info_report(capsys):
 def test_validate_reports_errors_compiler_style(tmp_path, capsys):
     (tmp_path / "graph.nnef").write_text("version 1.0;\ngraph G( x ) -> ( y )\n{\n    x = external(shape = [1]);\n"
                                          "    y = relu(z);\n}\n")
-    assert main(["validate", str(tmp_path)]) == 1
-    err = capsys.readouterr().err
+    status, _, err = cli(capsys, "validate", tmp_path)
+    assert status == 1
     assert "graph.nnef:5:14: error: 'z' is used before it is assigned" in err
     assert "    y = relu(z);" in err and "^" in err
 
@@ -31,16 +29,15 @@ def test_validate_reports_errors_compiler_style(tmp_path, capsys):
 def test_input_shape_option(capsys):
     require_conformance()
     case = conformance_cases()[0].parent / "relu"
-    assert main(["info", str(case), "--input-shape", "input=2,16,5,5"]) == 0
-    assert "output: scalar[2, 16, 5, 5]" in capsys.readouterr().out
+    status, out, _ = cli(capsys, "info", case, "--input-shape", "input=2,16,5,5")
+    assert status == 0 and "output: scalar[2, 16, 5, 5]" in out
 
 
-def test_demo_runs_as_a_module():
-    result = subprocess.run([sys.executable, "-m", "nnef_torch", "demo"], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert "tiny_cnn" in result.stdout and "quantized tensors: 3" in result.stdout
+def test_malformed_input_shape_is_a_usage_error(capsys):
+    status, _, err = cli(capsys, "info", "model", "--input-shape", "input=2,x")
+    assert status == 2 and "D0,D1" in err
 
 
 def test_missing_path_exits_1(tmp_path, capsys):
-    assert main(["validate", str(tmp_path / "nope")]) == 1
-    assert "error" in capsys.readouterr().err
+    status, _, err = cli(capsys, "validate", tmp_path / "nope")
+    assert status == 1 and "error" in err and "Traceback" not in err

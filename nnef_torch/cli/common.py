@@ -1,0 +1,95 @@
+"""What every verb of the command line shares: its error type, argument types, array files, help layout."""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import zipfile
+from collections.abc import Mapping
+
+import numpy as np
+
+from nnef_torch.format import container
+
+PROG = "nnef-torch"
+MODEL_HELP = "a model folder, a graph.nnef file, or a .tar/.tgz/.tar.gz archive"
+
+
+class CLIError(Exception):
+    """A problem with the user's input found by the command line itself; printed as `nnef-torch: error: ...`."""
+
+
+def add_verb(commands: argparse._SubParsersAction, name: str, summary: str, examples: list[str],
+             details: str = "") -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with `examples` (one command line each)."""
+    epilog = "examples:\n" + "\n".join(f"  {PROG} {line}" for line in examples)
+    return commands.add_parser(name, help=summary, description=summary + (f"\n\n{details}" if details else ""),
+                               epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def shape(text: str) -> list[int]:
+    """argparse type of 'D0,D1,...' (positive extents)."""
+    try:
+        dims = [int(dim) for dim in text.split(",")] if text.strip() else []
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected D0,D1,... (integers), got '{text}'") from None
+    if any(dim <= 0 for dim in dims):
+        raise argparse.ArgumentTypeError(f"extents must be positive, got '{text}'")
+    return dims
+
+
+def named_shape(text: str) -> tuple[str, list[int]]:
+    """argparse type of 'NAME=D0,D1,...'."""
+    name, sep, dims = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=D0,D1,..., got '{text}'")
+    return name, shape(dims)
+
+
+def add_input_shape(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input-shape", action="append", default=[], type=named_shape, metavar="NAME=D0,D1,...",
+                        help="replace the shape of a graph input (may be repeated)")
+
+
+def input_shapes(values: list[tuple[str, list[int]]]) -> dict[str, list[int]]:
+    return dict(values)
+
+
+def load_array(path: str) -> np.ndarray:
+    """One array from a .npy file (no pickles)."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError) as error:
+        raise CLIError(f"{path}: not a readable .npy file ({error})") from None
+    if isinstance(array, np.lib.npyio.NpzFile):
+        array.close()
+        raise CLIError(f"{path}: expected one array (.npy), found an .npz archive")
+    return array
+
+
+def load_arrays(path: str) -> dict[str, np.ndarray]:
+    """Every array of an .npz file by name (no pickles)."""
+    try:
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise CLIError(f"{path}: expected an .npz archive of named arrays, found a single array")
+        with archive:
+            return {name: archive[name] for name in archive.files}
+    except (ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise CLIError(f"{path}: not a readable .npz file ({error})") from None
+
+
+def save_arrays(path: str, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write named arrays as an .npz file, atomically (the name is kept as given)."""
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise CLIError(f"{path}: the folder to write it in does not exist")
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub reads the names as allow_pickle
+    container.write_file(path, buffer.getvalue())
+
+
+def volume(dims: tuple[int, ...] | list[int]) -> int:
+    count = 1
+    for extent in dims:
+        count *= extent
+    return count

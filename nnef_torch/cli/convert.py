@@ -1,0 +1,177 @@
+"""`convert`: a model folder <-> a .tgz/.tar.gz/.tar archive at the format level (no torch), re-encoding the .dat
+files in a chosen layout and stripping, keeping or replacing graph.quant. graph.nnef is copied verbatim."""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+from nnef_torch.cli.common import MODEL_HELP, CLIError, add_verb
+from nnef_torch.cli.report import summary
+from nnef_torch.format import container, tensor_file
+from nnef_torch.format.quant_file import QuantSpec
+from nnef_torch.format.tensor_file import TensorData
+from nnef_torch.ir.graph import Variable
+from nnef_torch.reader import member_path, read_graph, read_model, read_variable
+
+LAYOUTS = ("keep", "current", "seed")
+CODE_READERS = ("zero_point_linear_quantize", "linear_quantize", "min_max_linear_quantize")  # read current codes
+_SEED_LINEAR = ("linear_quantize", "min_max_linear_quantize")
+
+
+def _fail(variable: Variable, message: str) -> CLIError:
+    return CLIError(f"tensor '{variable.label}' (variable '{variable.name}'): {message}")
+
+
+def _seed_range(variable: Variable, spec: QuantSpec | None) -> dict | None:
+    """The seed header quantization equal to a graph.quant entry, or None where the seed layout cannot hold it
+    (one unsigned min/max range over the whole tensor)."""
+    if spec is None or spec.op not in _SEED_LINEAR:
+        return None
+    args = spec.args
+    if args.get("signed", False) or args.get("symmetric", False):
+        return None
+    if isinstance(args["min"], list) or isinstance(args["max"], list):
+        return None
+    return {"op": "linear_quantize", "min": float(args["min"]), "max": float(args["max"]), "bits": int(args["bits"])}
+
+
+def grid_values(codes: np.ndarray, quantization: dict) -> np.ndarray:
+    """Seed-layout codes as float64 values exactly on their grid, so that encoding them gives the same codes."""
+    bits = int(quantization["bits"])
+    if quantization["op"] == "linear_quantize":
+        low, high = float(np.float32(quantization["min"])), float(np.float32(quantization["max"]))
+        return codes.astype(np.float64) / float((1 << bits) - 1) * (high - low) + low
+    signed = bool(quantization["signed"])
+    magnitude_bits = bits - 1 if signed else bits
+    r, m = (1 << magnitude_bits) - 1, math.ceil(math.log2(float(np.float32(quantization["max"]))))
+    unsigned = codes.astype(np.uint64)
+    exponent = m - (r - (unsigned & np.uint64(r)).astype(np.int64))
+    sign = np.where(unsigned >> np.uint64(magnitude_bits), -1.0, 1.0) if signed else 1.0
+    return sign * np.ldexp(1.0, exponent)
+
+
+def recode(data: TensorData, raw: bytes | bytearray, variable: Variable, spec: QuantSpec | None,
+           layout: str) -> bytes:
+    """The bytes of a variable's tensor file in `layout` ('keep' copies them); quantized data stays codes."""
+    header = data.header
+    codes_kept = header.kind == "quantized" and header.layout == "current" and layout != "seed"
+    if codes_kept and (spec is None or spec.op not in CODE_READERS):
+        have = f"its graph.quant entry is {spec.op}" if spec is not None else "graph.quant has no entry for it"
+        raise _fail(variable, f"the current layout stores quantized codes whose meaning comes from graph.quant, but "
+                              f"{have} (expected one of {', '.join(CODE_READERS)})")
+    if layout == "keep":
+        return bytes(raw)
+    if header.kind == "logical" and layout == "seed":
+        raise _fail(variable, "the seed layout has no logical item type; use --tensor-layout current or keep")
+    if header.kind == "quantized":
+        encoded = _recode_codes(data, variable, spec, layout)
+    else:
+        encoded = tensor_file.encode(data.array, layout=layout)
+    _check_same(data, tensor_file.decode(encoded), variable)
+    return encoded
+
+
+def _recode_codes(data: TensorData, variable: Variable, spec: QuantSpec | None, layout: str) -> bytes:
+    """Quantized codes in `layout`: the same codes, with their meaning in the header (seed) or graph.quant (current)."""
+    header, codes = data.header, data.codes
+    assert codes is not None and header.quantization is not None  # decode gives both for quantized files
+    if header.layout == "current" and layout == "current":
+        return tensor_file.encode(codes, quantization={"signed": header.signed})
+    if header.layout == "current":  # codes -> the seed header's range
+        quantization = _seed_range(variable, spec)
+        if quantization is None:
+            entry = f"follow {spec.op}{_args(spec)}" if spec is not None else "have no graph.quant entry"
+            raise _fail(variable, f"its codes {entry}, which the seed layout cannot express (it holds one unsigned "
+                                  "min/max range per tensor); keep the current layout")
+        return tensor_file.encode(grid_values(codes, quantization), quantization=quantization, layout="seed")
+    wanted = header.quantization
+    if layout == "seed":
+        return tensor_file.encode(grid_values(codes, wanted), quantization=wanted, layout="seed")
+    # seed codes -> current codes, read back through a graph.quant entry that must say the same
+    if wanted["op"] != "linear_quantize":
+        raise _fail(variable, "logarithmic codes have no current-layout form; keep the seed layout")
+    found = _seed_range(variable, spec)
+    if found is None or any(np.float32(found[key]) != np.float32(wanted[key]) for key in ("min", "max", "bits")):
+        entry = f'"{variable.name}": linear_quantize(min = {wanted["min"]}, max = {wanted["max"]}, ' \
+                f'bits = {wanted["bits"]});'
+        raise _fail(variable, "the current layout stores codes whose range comes from graph.quant; it needs the "
+                              f"entry {entry} (add it with --quant) or keep the seed layout")
+    return tensor_file.encode(codes, quantization={"signed": False})
+
+
+def _args(spec: QuantSpec) -> str:
+    return "(" + ", ".join(f"{key} = {value}" for key, value in spec.args.items()) + ")"
+
+
+def _check_same(before: TensorData, after: TensorData, variable: Variable) -> None:
+    """The re-encoded file holds the same codes (quantized) or the same values and dtype."""
+    if before.codes is not None:
+        old, new = before.codes, after.codes
+    else:
+        old, new = before.array, after.array
+        if old.dtype != new.dtype:
+            new = None
+    same = new is not None and old.shape == new.shape and np.array_equal(old, new, equal_nan=old.dtype.kind == "f")
+    if not same:
+        raise _fail(variable, "re-encoding changed the stored values (a bug in nnef_torch)")
+
+
+def _read_quant(path: str) -> str:
+    try:
+        return container.read_file(path).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CLIError(f"{path}: graph.quant is not valid UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+def execute(args: argparse.Namespace) -> int:
+    quant_text = _read_quant(args.quant) if args.quant else None
+    with container.open_model(args.src) as files:
+        if not args.quant and not args.strip_quant:
+            quant_text = files.quant_text
+        quant_file = args.quant or member_path(files.source, "graph.quant")
+        graph = read_graph(files.graph_text, file=member_path(files.source, "graph.nnef"), quant_text=quant_text,
+                           quant_file=quant_file)
+
+        def encoder(variables: list[Variable]) -> Callable[[], bytes]:
+            spec = next((graph.quantization[v.name] for v in variables if v.name in graph.quantization), None)
+            return lambda: recode(read_variable(files, variables[0]), files.tensor_bytes(variables[0].label),
+                                  variables[0], spec, args.tensor_layout)
+
+        tensors = [(variables[0].label, encoder(variables)) for variables in graph.shared_variables().values()]
+        container.write_model(args.dst, files.graph_text, tensors, quant_text)
+    model = read_model(args.dst)
+    kind = "folder" if os.path.isdir(args.dst) else "archive"
+    quant = "stripped" if args.strip_quant else f"from {args.quant}" if args.quant else \
+        "kept" if quant_text is not None else "none"
+    layout = "bytes kept" if args.tensor_layout == "keep" else f"{args.tensor_layout} layout"
+    print(f"converted {args.src} -> {args.dst} ({kind}): {len(tensors)} tensor files ({layout}), graph.quant {quant}; "
+          f"valid NNEF ({summary(model)})")
+    return 0
+
+
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    command = add_verb(
+        commands, "convert", "copy a model between a folder and a .tgz/.tar.gz/.tar archive, re-encoding .dat files",
+        ["convert model/ model.tgz",
+         "convert model.tgz model/ --tensor-layout current",
+         "convert model/ seed_model/ --tensor-layout seed",
+         "convert model/ float_model.tgz --strip-quant",
+         "convert model/ qat_model/ --quant calibrated.quant"],
+        "The target is an archive when DST ends in .tgz, .tar.gz or .tar, else a folder. graph.nnef is copied\n"
+        "verbatim, with one .dat file per variable (other files of the source are not copied). Quantized codes\n"
+        "stay codes: where the target layout cannot hold them (logarithmic codes in the current layout, zero-point\n"
+        "or per-channel codes in the seed layout) the command stops with an error. The result is checked with\n"
+        "nnef_torch's own reader.")
+    command.add_argument("src", help=MODEL_HELP)
+    command.add_argument("dst", help="the folder or .tgz/.tar.gz/.tar archive to write (replaced atomically)")
+    command.add_argument("--tensor-layout", choices=LAYOUTS, default="keep",
+                         help="keep: copy the .dat bytes (default); current: the item types the Khronos tools write; "
+                              "seed: the NNEF 1.0.0 codes (quantized data with its range in the header)")
+    quant = command.add_mutually_exclusive_group()
+    quant.add_argument("--strip-quant", action="store_true", help="leave graph.quant out")
+    quant.add_argument("--quant", metavar="FILE", help="add or replace graph.quant (checked against the graph)")
+    command.set_defaults(handler=execute)

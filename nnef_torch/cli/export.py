@@ -1,0 +1,136 @@
+"""`export`: a `package.module:factory` module traced with `nnef_torch.save`, then checked with our own reader."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Any
+
+from nnef_torch.cli.common import CLIError, add_verb, shape
+from nnef_torch.cli.report import summary
+from nnef_torch.reader import read_model
+
+INPUT_DTYPES = ("float32", "float16", "float64", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+
+
+def resolve(spec: str) -> Any:
+    """The object named by 'package.module:attribute' (a dotted attribute path), imported as `python -m` would,
+    with the current folder first on sys.path."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise CLIError(f"'{spec}' is not a factory spec: expected package.module:factory (e.g. mymodels:build_net)")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        target = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name and (module_name == error.name or module_name.startswith(error.name + ".")):
+            raise CLIError(f"cannot import '{module_name}': no module named '{error.name}' (looked in the current "
+                           f"folder {cwd} and on sys.path)") from None
+        raise CLIError(f"importing '{module_name}' failed: {type(error).__name__}: {error}") from None
+    except Exception as error:  # the user's module raised while being imported
+        raise CLIError(f"importing '{module_name}' failed: {type(error).__name__}: {error}") from None
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise CLIError(f"'{module_name}' has no attribute '{attribute}'")
+        target = getattr(target, part)
+    return target
+
+
+def build_module(spec: str):
+    """The nn.Module of a spec: the object itself, or what calling it with no arguments returns."""
+    import torch
+
+    target = resolve(spec)
+    if isinstance(target, torch.nn.Module):
+        return target
+    if not callable(target):
+        raise CLIError(f"'{spec}' is of type {type(target).__name__}: expected an nn.Module or a callable "
+                       "returning one")
+    try:
+        module = target()
+    except Exception as error:  # the user's factory raised
+        raise CLIError(f"calling '{spec}()' failed: {type(error).__name__}: {error}") from None
+    if not isinstance(module, torch.nn.Module):
+        raise CLIError(f"'{spec}()' returned a {type(module).__name__}, not a torch.nn.Module")
+    return module
+
+
+def example_inputs(shapes: list[list[int]], dtypes: list[str], seed: int) -> tuple:
+    """One seeded tensor per shape: floats standard normal, integers in 0..3, bools random."""
+    import torch
+
+    if len(dtypes) > 1 and len(dtypes) != len(shapes):
+        raise CLIError(f"{len(dtypes)} --input-dtype values for {len(shapes)} --input-shape values: give one for "
+                       "all inputs or one per input")
+    names = dtypes * len(shapes) if len(dtypes) == 1 else dtypes or ["float32"] * len(shapes)
+    generator = torch.Generator().manual_seed(seed)
+    tensors = []
+    for dims, name in zip(shapes, names):
+        dtype = getattr(torch, name)
+        if dtype.is_floating_point:
+            tensors.append(torch.randn(dims, generator=generator).to(dtype))
+        elif dtype == torch.bool:
+            tensors.append(torch.rand(dims, generator=generator) < 0.5)
+        else:
+            tensors.append(torch.randint(0, 4, dims, generator=generator, dtype=dtype))
+    return tuple(tensors)
+
+
+def quantization_options(values: list[str]) -> dict[str, Any] | None:
+    """KEY=VALUE pairs of `quantization=` (true/false become booleans)."""
+    if not values:
+        return None
+    options: dict[str, Any] = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key:
+            raise CLIError(f"--quantization expects KEY=VALUE (e.g. weights=quantized), got '{value}'")
+        options[key] = {"true": True, "false": False}.get(text.lower(), text)
+    return options
+
+
+def execute(args: argparse.Namespace) -> int:
+    import warnings
+
+    import nnef_torch
+
+    module = build_module(args.spec)
+    module.train(args.train)
+    inputs = example_inputs(args.input_shape, args.input_dtype, args.seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.export's internal deprecation notices
+        nnef_torch.save(module, args.output, inputs, quantization=quantization_options(args.quantization))
+    model = read_model(args.output)
+    graph = model.graph
+    inputs_text = ", ".join(f"{ext.name}{list(ext.shape)}" for ext in graph.signature.externals)
+    print(f"exported {args.spec} ({type(module).__name__}, {'train' if args.train else 'eval'} mode) to "
+          f"{args.output}: valid NNEF, {summary(model)}; inputs {inputs_text} -> outputs {', '.join(graph.outputs)}")
+    return 0
+
+
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    command = add_verb(
+        commands, "export", "trace a PyTorch module and write it as NNEF (a folder or a .tgz/.tar.gz/.tar archive)",
+        ["export mymodels:build_net -o net.tgz --input-shape 1,3,224,224",
+         "export mypackage.vision:model -o model/ --input-shape 1,3,64,64 --input-shape 1,10 \\\n"
+         "      --input-dtype float32 --input-dtype int64",
+         "export qat_models:tuned -o qat.nnef --input-shape 1,1,28,28 --quantization weights=quantized"],
+        "SPEC is package.module:factory, imported with the current folder on sys.path (as `python -m` does):\n"
+        "a callable returning an nn.Module, or an nn.Module object. The module runs in eval mode unless --train.\n"
+        "The written model is read back and checked with nnef_torch's own reader.")
+    command.add_argument("spec", metavar="SPEC", help="package.module:factory")
+    command.add_argument("-o", "--output", required=True, metavar="OUT",
+                         help="a folder, or a .tgz/.tar.gz/.tar archive")
+    command.add_argument("--input-shape", action="append", type=shape, required=True, metavar="D0,D1,...",
+                         help="shape of one positional input of forward (repeat for each input, in order)")
+    command.add_argument("--input-dtype", action="append", default=[], choices=INPUT_DTYPES, metavar="DTYPE",
+                         help=f"dtype of each input, or one for all (default float32; one of "
+                              f"{', '.join(INPUT_DTYPES)})")
+    command.add_argument("--seed", type=int, default=0, help="seed of the example inputs (default 0)")
+    command.add_argument("--train", action="store_true", help="keep training mode (batch-norm statistics updated)")
+    command.add_argument("--quantization", action="append", default=[], metavar="KEY=VALUE",
+                         help="an option of nnef_torch.save's quantization= (op, inline, weights), may be repeated")
+    command.set_defaults(handler=execute)

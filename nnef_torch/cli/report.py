@@ -1,0 +1,76 @@
+"""`validate` and `info`: check a model with our own reader and describe it (no torch needed)."""
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+
+from nnef_torch.cli.common import MODEL_HELP, add_input_shape, add_verb, input_shapes, volume
+from nnef_torch.reader import ModelData, read_model
+
+
+def describe(model: ModelData) -> str:
+    """The report of `info`: inputs, outputs, operation histogram, parameters."""
+    graph = model.graph
+    lines = [f"graph {graph.name} (NNEF {graph.version}) from {model.source}"]
+    if graph.extensions:
+        lines.append("extensions: " + ", ".join(graph.extensions))
+    lines.append("inputs:")
+    lines += [f"  {ext.name}: {ext.dtype}{list(ext.shape)}" for ext in graph.signature.externals]
+    lines.append("outputs:")
+    for name in graph.outputs:
+        tensor = graph.tensors[name]
+        shape = list(tensor.shape) if tensor.shape is not None else "unknown shape"
+        lines.append(f"  {name}: {tensor.dtype}{shape}")
+    histogram = Counter(op.name for op in graph.operations
+                        if op.name not in ("external", "variable", "constant"))
+    lines.append(f"operations: {sum(histogram.values())}")
+    lines += [f"  {name:<28}{count:>6}" for name, count in sorted(histogram.items(), key=lambda kv: (-kv[1], kv[0]))]
+    lines.append(variables_line(model))
+    if graph.signature.updates:
+        lines.append("updated variables: " + ", ".join(update.variable for update in graph.signature.updates))
+    if graph.quantization:
+        lines.append(quantization_line(model))
+    return "\n".join(lines)
+
+
+def variables_line(model: ModelData) -> str:
+    groups = model.graph.shared_variables()
+    count = sum(volume(variables[0].shape) for variables in groups.values())
+    stored = sum(data.header.data_length for data in model.tensors.values())
+    return f"variables: {len(groups)} tensors, {count:,} parameters, {stored:,} bytes stored"
+
+
+def quantization_line(model: ModelData) -> str:
+    ops = Counter(spec.op for spec in model.graph.quantization.values())
+    return (f"quantized tensors: {len(model.graph.quantization)} ("
+            + ", ".join(f"{op} x{n}" for op, n in sorted(ops.items())) + ")")
+
+
+def summary(model: ModelData) -> str:
+    """One line: operations, variables, quantized tensors."""
+    graph = model.graph
+    return (f"{len(graph.operations)} operations, {len(graph.shared_variables())} variables, "
+            f"{len(graph.quantization)} quantized tensors")
+
+
+def validate(args: argparse.Namespace) -> int:
+    model = read_model(args.path, input_shapes=input_shapes(args.input_shape))
+    print(f"{args.path}: valid NNEF ({summary(model)})")
+    return 0
+
+
+def info(args: argparse.Namespace) -> int:
+    print(describe(read_model(args.path, input_shapes=input_shapes(args.input_shape))))
+    return 0
+
+
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    verbs = (("validate", validate, "check a model (graph, .dat files, graph.quant); exit status 0 if valid, 1 if not",
+              ["validate model.tgz", "validate model/ --input-shape input=8,3,224,224"]),
+             ("info", info, "inputs, outputs, operation histogram, parameter count and bytes",
+              ["info model/", "info model.tgz --input-shape input=1,3,512,512"]))
+    for name, handler, text, examples in verbs:
+        command = add_verb(commands, name, text, examples)
+        command.add_argument("path", help=MODEL_HELP)
+        add_input_shape(command)
+        command.set_defaults(handler=handler)

@@ -1,0 +1,112 @@
+"""`export`: a factory in a module file of the current folder, checked by the Khronos parser and re-imported; bad
+specs and modules that cannot be exported."""
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+
+import pytest
+import torch
+from exporter.consumers import khronos_parse
+
+import nnef_torch
+from cli.helpers import cli
+
+MODULE_TEXT = '''
+import torch
+import torch.nn as nn
+
+
+def build():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 2))
+
+
+class Lookup(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(1)
+        self.table = nn.Embedding(10, 3)
+
+    def forward(self, x, index):
+        return x * self.table(index)
+
+
+class Spectrum(nn.Module):
+    def forward(self, x):
+        return torch.fft.fft(x).real
+
+
+instance = Lookup()
+number = 42
+
+
+def text():
+    return "not a module"
+
+
+def broken():
+    raise RuntimeError("boom")
+'''
+
+
+@pytest.fixture
+def factories(tmp_path, monkeypatch):
+    """The name of a module file written into a fresh current folder (sys.path and sys.modules restored after)."""
+    name = f"cli_export_nets_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(MODULE_TEXT))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield name
+    sys.modules.pop(name, None)
+
+
+def test_factory_exported_parsed_by_khronos_and_reimported_equal(tmp_path, capsys, factories):
+    status, out, err = cli(capsys, "export", f"{factories}:build", "-o", "net", "--input-shape", "1,3,8,8")
+    assert status == 0, err
+    assert out.startswith(f"exported {factories}:build (Sequential, eval mode) to net: valid NNEF")
+    graph = khronos_parse(tmp_path / "net")
+    assert [list(graph.tensors[name].shape) for name in graph.inputs] == [[1, 3, 8, 8]]
+    module = importlib.import_module(factories).build().eval()
+    x = torch.randn(1, 3, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(nnef_torch.load(tmp_path / "net")(x), module(x), rtol=1e-5, atol=1e-5)
+
+
+def test_module_object_with_two_inputs_and_dtypes_to_an_archive(tmp_path, capsys, factories):
+    status, out, err = cli(capsys, "export", f"{factories}:instance", "-o", "lookup.tgz", "--input-shape", "2,3",
+                           "--input-shape", "2", "--input-dtype", "float32", "--input-dtype", "int64")
+    assert status == 0, err
+    assert "inputs x[2, 3], index[2]" in out
+    module = importlib.import_module(factories).instance
+    x, index = torch.randn(2, 3), torch.tensor([7, 2])
+    torch.testing.assert_close(nnef_torch.load(tmp_path / "lookup.tgz")(x, index), module(x, index))
+
+
+def test_unexportable_module_prints_the_export_error(capsys, factories):
+    status, _, err = cli(capsys, "export", f"{factories}:Spectrum", "-o", "spectrum", "--input-shape", "4")
+    assert status == 1
+    assert "Spectrum cannot be exported as NNEF" in err and "complex64" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("attribute, message", [
+    (None, "is not a factory spec: expected package.module:factory"),
+    ("missing", "has no attribute 'missing'"),
+    ("number", "is of type int: expected an nn.Module or a callable returning one"),
+    ("text", "returned a str, not a torch.nn.Module"),
+    ("broken", "failed: RuntimeError: boom"),
+])
+def test_bad_specs_exit_1_with_a_message(capsys, factories, attribute, message):
+    spec = factories if attribute is None else f"{factories}:{attribute}"
+    status, _, err = cli(capsys, "export", spec, "-o", "out", "--input-shape", "1")
+    assert status == 1 and message in err and err.startswith("nnef-torch: error:")
+
+
+def test_missing_module_exits_1(capsys, factories):
+    status, _, err = cli(capsys, "export", "no_such_module_here:build", "-o", "out", "--input-shape", "1")
+    assert status == 1 and "cannot import 'no_such_module_here'" in err
+
+
+def test_input_shape_is_required(capsys, factories):
+    assert cli(capsys, "export", f"{factories}:build", "-o", "out")[0] == 2
