@@ -37,8 +37,8 @@ import tempfile
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -94,8 +94,20 @@ def export_onnx_nnef_tools(module, inputs, out: str, work: str) -> dict[str, flo
     return {"onnx": middle - start, "convert": time.perf_counter() - middle, "onnx_mb": _megabytes(onnx_path)}
 
 
+def export_native(module, inputs, out: str, work: str) -> dict[str, float]:
+    """torch's own way to a graph-and-weights file: torch.export.export, then torch.export.save (a .pt2 archive).
+    Not an NNEF export: the baseline that bench/run.py compares the NNEF exporters with (`native` is not in TOOLS)."""
+    import torch
+    start = time.perf_counter()
+    program = torch.export.export(module, tuple(inputs))
+    middle = time.perf_counter()
+    os.makedirs(out, exist_ok=True)
+    torch.export.save(program, os.path.join(out, "model.pt2"))
+    return {"export": middle - start, "write": time.perf_counter() - middle}
+
+
 EXPORTERS: dict[str, Callable[..., dict[str, float]]] = {
-    "ours": export_ours, "t2n": export_t2n, "onnx+nt": export_onnx_nnef_tools}
+    "ours": export_ours, "t2n": export_t2n, "onnx+nt": export_onnx_nnef_tools, "native": export_native}
 
 
 # -- measuring one export --

@@ -23,50 +23,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path[:0] = [HERE, REPO]
 
-
-def _status(key: str) -> int:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise KeyError(key)
-
-
-def _reset_peak() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")
-        return True
-    except OSError:
-        return False
-
-
-class Sampler(threading.Thread):
-    """The largest VmRSS seen, sampled every `interval` seconds."""
-
-    def __init__(self, interval: float = 0.002):
-        super().__init__(daemon=True)
-        self.interval, self.peak, self.running = interval, 0, True
-        self.pagesize = os.sysconf("SC_PAGE_SIZE")
-
-    def run(self) -> None:
-        with open("/proc/self/statm") as handle:
-            while self.running:
-                handle.seek(0)
-                self.peak = max(self.peak, int(handle.read().split()[1]) * self.pagesize)
-                time.sleep(self.interval)
-
-    def stop(self) -> int:
-        self.running = False
-        self.join()
-        return self.peak
+from memory import RssSampler, reset_peak, rss_status  # noqa: E402  (bench/ is on sys.path from here)
 
 
 def build(layers: int, width: int):
@@ -87,6 +50,7 @@ def export_ours(model, inputs, out: str) -> None:
 
 def export_t2n(model, inputs, out: str) -> None:
     import logging
+
     from torch_to_nnef import KhronosNNEF, export_model_to_nnef
     target = KhronosNNEF(KhronosNNEF.OFFICIAL_SUPPORTED_VERSIONS[0], check_io=False)
     export_model_to_nnef(model, inputs, out, target, input_names=["x"], output_names=["y"], compression_level=None,
@@ -103,14 +67,14 @@ def worker(tool: str, layers: int, width: int, workdir: str) -> None:
         import nnef_torch  # noqa: F401
     else:
         import torch_to_nnef  # noqa: F401
-    rss_empty = _status("VmRSS")
+    rss_empty = rss_status()["VmRSS"]
     model, inputs = build(layers, width)
     gc.collect()
     model_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     largest = max(p.numel() * p.element_size() for p in model.parameters())
-    rss_model = _status("VmRSS")
-    reset = _reset_peak()
-    sampler = Sampler()
+    rss_model = rss_status()["VmRSS"]
+    reset = reset_peak()
+    sampler = RssSampler()
     sampler.start()
     out = tempfile.mkdtemp(prefix=f"export_memory_{tool}_", dir=workdir)
     target = os.path.join(out, "model.nnef")
@@ -120,7 +84,7 @@ def worker(tool: str, layers: int, width: int, workdir: str) -> None:
         (export_ours if tool == "ours" else export_t2n)(model, inputs, target)
         seconds = time.perf_counter() - start
         sampled = sampler.stop()
-        hwm = _status("VmHWM")
+        hwm = rss_status()["VmHWM"]
         written = sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(out) for name in names)
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -167,8 +131,9 @@ def main() -> None:
     if args.worker:
         worker(args.worker, args.layers, args.width, args.workdir)
         return
-    import torch
     from importlib import metadata
+
+    import torch
     size = args.layers * (args.width * args.width + args.width) * 4
     now = datetime.datetime.now().isoformat(timespec="seconds")
     print(f"export memory benchmark, {now}; torch {torch.__version__}, "

@@ -36,11 +36,14 @@ import tempfile
 import time
 import traceback
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path[:0] = [HERE, REPO]  # import_models, and the nnef_torch of this checkout (installed or not)
+
+from memory import reset_peak, rss_status  # noqa: E402  (bench/ is on sys.path from here)
 
 TARGETS = {"forward": 1.05, "train": 1.05, "load": 1.5, "peak": 1.3}
 MINIMA: dict[str, float] = {}  # the fastest sample of the last `interleaved` call, by name
@@ -48,25 +51,6 @@ MODELS = ("resnet50", "transformer", "mlp", "lstm")
 
 
 # -- subprocess workers: one measurement each, in a fresh interpreter --
-
-def _status() -> dict[str, int]:
-    values = {}
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                values[key] = int(rest.split()[0]) * 1024
-    return values
-
-
-def _reset_peak() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")
-        return True
-    except OSError:
-        return False
-
 
 def _dat_files(folder: str) -> list[str]:
     paths = []
@@ -125,10 +109,10 @@ def worker(args: argparse.Namespace) -> None:
         gc.callbacks.remove(on_gc)
         result["gc_seconds"] = sum(collections)
     elif args.metric == "rss":
-        result["hwm_reset"] = _reset_peak()
-        before = _status()
+        result["hwm_reset"] = reset_peak()
+        before = rss_status()
         value = fn()
-        after = _status()
+        after = rss_status()
         result["peak_bytes"] = after["VmHWM"] - before["VmRSS"]
         result["retained_bytes"] = after["VmRSS"] - before["VmRSS"]
     else:
@@ -242,10 +226,11 @@ def say(text: str) -> None:
 
 
 def bench_model(name: str, args: argparse.Namespace, workdir: str, warm: str) -> tuple[list[Row], dict]:
+    import import_models
     import torch
     import torch.nn.functional as F
+
     import nnef_torch
-    import import_models
     from nnef_torch.importer.module import tensor_at
 
     rows: list[Row] = []
@@ -416,7 +401,8 @@ def bench_model(name: str, args: argparse.Namespace, workdir: str, warm: str) ->
             f"ours {t['ours'] * 1e3:.3f} ms: mirror/twin {t['mirror'] / t['twin']:.3f}x, "
             f"ours/mirror {t['ours'] / t['mirror']:.3f}x")
         del mirror_t
-    del ours_t, twin_t, ours, ours8, khronos, khronos8, twin, mirror
+    # drop the models before the load measurements (assigning None, not `del`: the timed lambdas above name them)
+    ours_t = twin_t = ours = ours8 = khronos = khronos8 = twin = mirror = None
     gc.collect()
 
     # load time and memory, each measurement in a fresh subprocess
@@ -496,12 +482,12 @@ def print_report(all_rows: list[Row], loads: dict[str, dict], checks: dict[str, 
         params = load["param_bytes"]
         memory = load["memory"]
 
-        def mem(kind, metric, key="peak_bytes"):
+        def mem(kind, metric, key="peak_bytes", memory=memory):
             item = memory.get((kind, metric))
             return None if item is None else item[key]
 
         peak = mem("ours", "rss")
-        ratio = lambda value: "-" if value is None else f"{value / params:.3f}x"  # noqa: E731
+        ratio = lambda value, params=params: "-" if value is None else f"{value / params:.3f}x"  # noqa: E731
         ok = "" if peak is None else ("ok" if peak / params <= TARGETS["peak"] else "OVER")
         print(f"{name:<12} {params / 1e6:9.1f} {'-' if peak is None else f'{peak / 1e6:8.1f}':>8} {ratio(peak):>11} "
               f"{ratio(mem('ours', 'rss', 'retained_bytes')):>11} {ratio(mem('ours', 'tracemalloc')):>11} "

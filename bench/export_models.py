@@ -14,7 +14,7 @@ random weights and a realistic batch-1 input.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F

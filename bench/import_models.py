@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -135,7 +135,7 @@ def _conv_bn(g: GraphWriter, x: str, prefix: str, bn: str, cin: int, cout: int, 
     return g.op(f"{bn}_relu", f"relu({y})") if relu else y
 
 
-def write_resnet50(folder: str | os.PathLike, seed: int = 0, classes: int = 1000) -> "ResNet50Twin":
+def write_resnet50(folder: str | os.PathLike, seed: int = 0, classes: int = 1000) -> ResNet50Twin:
     g = GraphWriter(folder, "resnet50", np.random.default_rng(seed))
     x = g.external("input", [1, 3, 224, 224])
     x = _conv_bn(g, x, "conv1", "bn1", 3, 64, 7, 2, relu=True)
@@ -226,7 +226,7 @@ class ResNet50Twin(Twin):
         self.labels.update({"fc/weight": "fc.weight", "fc/bias": "fc.bias"})
         self.eval()
 
-    def train(self, mode: bool = True) -> "ResNet50Twin":
+    def train(self, mode: bool = True) -> ResNet50Twin:
         return super().train(False)  # the NNEF graph normalizes with its stored statistics, always
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -240,7 +240,7 @@ class ResNet50Twin(Twin):
 # -- (b) transformer encoder: post-norm layers, fused QKV projection, layer norm from moments/rsqrt --
 
 def write_transformer(folder: str | os.PathLike, seed: int = 0, layers: int = 4, d_model: int = 256, heads: int = 4,
-                      seq: int = 64, d_ff: int = 1024) -> "TransformerTwin":
+                      seq: int = 64, d_ff: int = 1024) -> TransformerTwin:
     g = GraphWriter(folder, "transformer", np.random.default_rng(seed))
     rng = g.rng
     dh = d_model // heads
@@ -334,14 +334,14 @@ class TransformerTwin(Twin):
         var, mean = torch.var_mean(x, -1, correction=0, keepdim=True)
         return (x - mean) * torch.rsqrt(var + BN_EPSILON) * scale + offset
 
-    def mirror(self) -> "TransformerTwin":
+    def mirror(self) -> TransformerTwin:
         arrays = {label: tensor.detach().numpy() for label, tensor in self.by_label().items()}
         return TransformerTwin(arrays, self.layers, self.heads, fused_layer_norm=False).train(self.training)
 
 
 # -- (c) MLP 784-1024-1024-10 with relu --
 
-def write_mlp(folder: str | os.PathLike, seed: int = 0, sizes: tuple[int, ...] = (784, 1024, 1024, 10)) -> "MLPTwin":
+def write_mlp(folder: str | os.PathLike, seed: int = 0, sizes: tuple[int, ...] = (784, 1024, 1024, 10)) -> MLPTwin:
     g = GraphWriter(folder, "mlp", np.random.default_rng(seed))
     x = g.external("input", [1, sizes[0]])
     for i, (cin, cout) in enumerate(zip(sizes[:-1], sizes[1:])):
@@ -376,7 +376,7 @@ class MLPTwin(Twin):
 # -- (d) LSTM unrolled over T steps: unstack over time, one gate projection per input, split into i, f, g, o --
 
 def write_lstm(folder: str | os.PathLike, seed: int = 0, steps: int = 16, inputs: int = 64,
-               hidden: int = 128) -> "LSTMTwin":
+               hidden: int = 128) -> LSTMTwin:
     """Gate order i, f, g, o as in torch.nn.LSTM; h0 = c0 = 0, so step 0 has no recurrent term (and c = i * g).
     Output: the hidden states of all steps, [1, T, hidden]."""
     g = GraphWriter(folder, "lstm", np.random.default_rng(seed))
