@@ -1,4 +1,8 @@
 """nnef_torch: a PyTorch-native, trainable bridge for the Khronos NNEF format."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from nnef_torch.errors import (
     ExportError,
     Location,
@@ -12,17 +16,28 @@ from nnef_torch.errors import (
     NNEFTypeError,
     NNEFUnsupportedError,
 )
-
 from nnef_torch.reader import read_graph, read_model
 from nnef_torch.tensors import read_tensor, write_tensor
 
+if TYPE_CHECKING:  # what `__getattr__` imports on first use, visible to type checkers
+    from nnef_torch.exporter.export import export
+    from nnef_torch.exporter.model import Model
+    from nnef_torch.importer.load import load
+    from nnef_torch.importer.module import NNEFModule
+    from nnef_torch.saving import save
+
+__all__ = ["ExportError", "Location", "Model", "NNEFContainerError", "NNEFError", "NNEFModule", "NNEFQuantizationError",
+           "NNEFSemanticError", "NNEFShapeError", "NNEFSyntaxError", "NNEFTensorFileError", "NNEFTypeError",
+           "NNEFUnsupportedError", "export", "load", "read_graph", "read_model", "read_tensor", "save", "write_tensor"]
+
 __version__ = "0.1.0"
 
-_TORCH_API = {"load": "nnef_torch.importer.load", "save": "nnef_torch.saving", "NNEFModule": "nnef_torch.importer.module",
-              "export": "nnef_torch.exporter.export", "Model": "nnef_torch.exporter.model"}
+_TORCH_API = {"load": "nnef_torch.importer.load", "save": "nnef_torch.saving",
+              "NNEFModule": "nnef_torch.importer.module", "export": "nnef_torch.exporter.export",
+              "Model": "nnef_torch.exporter.model"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """The torch side (`load`, `save`, `NNEFModule`) is imported on first use: reading files needs no torch."""
     if name in _TORCH_API:
         import importlib

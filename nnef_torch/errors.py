@@ -34,7 +34,7 @@ class NNEFError(Exception):
         self.location = location
         self.source_line = source_line
 
-    def with_source(self, text: str | None, file: str | None = None) -> "NNEFError":
+    def with_source(self, text: str | None, file: str | None = None) -> NNEFError:
         """Attach the offending line of `text` (the contents of `file`) for compiler-style printing."""
         loc = self.location
         if loc is None:

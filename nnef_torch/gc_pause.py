@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import functools
 import gc
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-F = TypeVar("F", bound=Callable)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def gc_paused(fn: F) -> F:
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not gc.isenabled():
             return fn(*args, **kwargs)
         gc.disable()

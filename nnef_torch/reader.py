@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from nnef_torch.errors import Location, NNEFError, NNEFQuantizationError, NNEFTensorFileError
 from nnef_torch.format import container, tensor_file

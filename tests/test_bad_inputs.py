@@ -25,11 +25,14 @@ from dataclasses import dataclass, field
 import pytest
 
 from nnef_torch.errors import (
-    NNEFError, NNEFSemanticError, NNEFShapeError, NNEFSyntaxError, NNEFTypeError,
+    NNEFError,
+    NNEFSemanticError,
+    NNEFShapeError,
+    NNEFSyntaxError,
+    NNEFTypeError,
 )
 from nnef_torch.format.parser import parse_document
 from nnef_torch.ir.lower import lower
-from nnef_torch.stdlib import standard_fragments
 
 PARSE, LOWERED, SHAPES, ACCEPTS, CRASHES, SLOW, NONE = "parse", "lowered", "shapes", "accepts", "crashes", "slow", \
     "none"

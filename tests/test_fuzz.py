@@ -18,7 +18,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from nnef_torch.errors import NNEFError, NNEFQuantizationError
 from nnef_torch.format import ast

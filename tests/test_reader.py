@@ -5,8 +5,8 @@ import shutil
 
 import numpy as np
 import pytest
-
 from khronos import conformance_cases, khronos, require_conformance
+
 from nnef_torch.errors import NNEFContainerError, NNEFTensorFileError
 from nnef_torch.format import container, tensor_file
 from nnef_torch.reader import read_model

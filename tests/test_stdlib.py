@@ -1,10 +1,10 @@
 """The standard library data file: the 119 operations of NNEF 1.0.5, with their declared signatures."""
 from __future__ import annotations
 
+import nnef_torch.ops.shapes  # noqa: F401
 from nnef_torch.format.printer import print_fragment
 from nnef_torch.ops.registry import shape_rules
 from nnef_torch.stdlib import standard_fragments
-import nnef_torch.ops.shapes  # noqa: F401
 
 SPEC_1_0_5 = ("external variable constant update reshape transpose concat split slice squeeze unsqueeze stack unstack "
               "tile pad gather cast add sub mul div pow exp log sin cos tan sinh cosh tanh asin acos atan asinh acosh "

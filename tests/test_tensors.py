@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from khronos import khronos
 
 import nnef_torch
-from khronos import khronos
 from nnef_torch.errors import NNEFContainerError, NNEFTensorFileError
 
 

@@ -7,10 +7,14 @@ import sys
 import tempfile
 import time
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from nnef_torch.cli.common import CLIError, add_verb
 from nnef_torch.cli.report import quantization_line, summary, variables_line
 from nnef_torch.reader import read_model
+
+if TYPE_CHECKING:  # torch is imported inside the verb: `import nnef_torch.cli` stays cheap
+    import torch
 
 DEMO_MODEL = "tiny_cnn"
 SIDE = 16  # the model's images are 1 x 16 x 16
@@ -21,7 +25,7 @@ def demo_model_path() -> str:
     return str(resources.files("nnef_torch").joinpath("models", DEMO_MODEL))
 
 
-def stroke_images(count: int, generator):
+def stroke_images(count: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Images in [0, 1] of one bright stroke on dim noise; the class (0..3) is the stroke's orientation: horizontal,
     vertical, diagonal, anti-diagonal. Position and length are random, so only orientation tells the classes apart."""
     import torch
@@ -40,7 +44,7 @@ def stroke_images(count: int, generator):
     return images.clamp(0.0, 1.0), labels
 
 
-def evaluate(model, images, labels) -> tuple[float, float]:
+def evaluate(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
     """Mean negative log-likelihood of the model's probabilities, and accuracy."""
     import torch
 
@@ -50,7 +54,8 @@ def evaluate(model, images, labels) -> tuple[float, float]:
     return float(loss), float((probabilities.argmax(1) == labels).float().mean())
 
 
-def fine_tune(model, generator, steps: int, batch: int, lr: float, progress: bool | None) -> None:
+def fine_tune(model: torch.nn.Module, generator: torch.Generator, steps: int, batch: int, lr: float,
+              progress: bool | None) -> None:
     import torch
     from tqdm.auto import tqdm
 

@@ -5,11 +5,14 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nnef_torch.cli.common import CLIError, add_verb, shape
 from nnef_torch.cli.report import summary
 from nnef_torch.reader import read_model
+
+if TYPE_CHECKING:
+    import torch
 
 INPUT_DTYPES = ("float32", "float16", "float64", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
 
@@ -39,7 +42,7 @@ def resolve(spec: str) -> Any:
     return target
 
 
-def build_module(spec: str):
+def build_module(spec: str) -> torch.nn.Module:
     """The nn.Module of a spec: the object itself, or what calling it with no arguments returns."""
     import torch
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from nnef_torch.cli.common import (
     load_arrays,
     save_arrays,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 DTYPES = ("float32", "float16", "float64", "bfloat16")
 _KINDS = {"scalar": ("f", "a float array"), "integer": ("iu", "an integer array"), "logical": ("b", "a bool array")}
@@ -169,7 +173,7 @@ def check_device(name: str | None) -> None:
         raise CLIError(f"--device {name}: no {device.type} device is available on this machine")
 
 
-def _numpy(value) -> np.ndarray:
+def _numpy(value: torch.Tensor) -> np.ndarray:
     import torch
     value = value.detach().cpu()
     return (value.float() if value.dtype == torch.bfloat16 else value).numpy()

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-from torch.export.graph_signature import InputKind, OutputKind
+from torch.export.graph_signature import InputKind, InputSpec, OutputKind
 
 from nnef_torch.errors import ExportError
 from nnef_torch.exporter import rules  # noqa: F401  (registers every export rule)
-from nnef_torch.exporter.quantization import QuantExport  # (registers the fake quantization rule)
 from nnef_torch.exporter.emitter import Emitter, Unmappable
 from nnef_torch.exporter.problems import Problem, node_problem
+from nnef_torch.exporter.quantization import QuantExport  # (registers the fake quantization rule)
 from nnef_torch.ir.graph import Graph, Ref
 from nnef_torch.ops.registry import export_rules
 
@@ -182,7 +183,8 @@ def _parametrized_names(values: dict[str, Any]) -> dict[str, str]:
     return {target: name for target, name in found.items() if counts[name] == 1 and name not in values}
 
 
-def _placeholder(emit: Emitter, state: _State, node, spec, problems: list[Problem]) -> Any:
+def _placeholder(emit: Emitter, state: _State, node: torch.fx.Node, spec: InputSpec | None,
+                 problems: list[Problem]) -> Any:
     value = node.meta.get("val")
     if spec is None:
         problems.append(node_problem(node, "a graph input the exported program's signature does not list"))
@@ -223,8 +225,8 @@ def _placeholder(emit: Emitter, state: _State, node, spec, problems: list[Proble
     return FAILED
 
 
-def _call(emit: Emitter, table, node, env: dict[str, Any], problems: list[Problem],
-          internal: list[Exception]) -> Any:
+def _call(emit: Emitter, table: dict[str, Callable[..., Any]], node: torch.fx.Node, env: dict[str, Any],
+          problems: list[Problem], internal: list[Exception]) -> Any:
     target = "getitem" if node.target is operator.getitem else str(node.target)
     if target in _IGNORED:
         return None
@@ -277,7 +279,8 @@ def _getitem(emit: Emitter, values: Any, index: int) -> Any:
     return values[index]
 
 
-def _outputs(emit: Emitter, state: _State, node, env: dict[str, Any], problems: list[Problem]) -> list[Ref]:
+def _outputs(emit: Emitter, state: _State, node: torch.fx.Node, env: dict[str, Any],
+             problems: list[Problem]) -> list[Ref]:
     values = node.args[0]
     outputs: list[Ref] = []
     emit.begin(None)
@@ -308,7 +311,7 @@ def _outputs(emit: Emitter, state: _State, node, env: dict[str, Any], problems: 
     return outputs
 
 
-def _static(shape) -> bool:
+def _static(shape: Iterable[Any]) -> bool:
     return all(isinstance(extent, int) for extent in shape)
 
 

@@ -2,7 +2,8 @@
 name (those equal to their declared default are left out), preceded by the exporter fragments the graph uses."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from nnef_torch.exporter.emitter import _default, _is_tensor_param, declaration, exporter_fragments
 from nnef_torch.format import ast

@@ -7,9 +7,10 @@ shape rules, so a rule that writes an invalid operation fails here, at export ti
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -233,7 +234,8 @@ class Emitter:
         self.tensors[ref.name] = Tensor(ref.name, dtype, None if shape is None else tuple(int(s) for s in shape))
         return ref
 
-    def _infer(self, name: str, decl: ast.Fragment, tensor_params, bound, attrs, out_shape) -> Any:
+    def _infer(self, name: str, decl: ast.Fragment, tensor_params: list[ast.Param], bound: dict[str, Any],
+               attrs: dict[str, Any], out_shape: Any) -> Any:
         op = entry(name)
         if out_shape is None and name in exporter_fragments():
             out_shape = self.shape(bound[tensor_params[0].name])  # exporter fragments keep their input's shape

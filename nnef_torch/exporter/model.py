@@ -3,8 +3,9 @@ variables with a graph.quant entry are stored: float, integer codes or the seed 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -51,7 +52,7 @@ class Model:
                 bar.close()
 
 
-def _encoder(value: torch.Tensor, bar, storage: Storage | None = None) -> Callable[[], bytes]:
+def _encoder(value: torch.Tensor, bar: Any, storage: Storage | None = None) -> Callable[[], bytes]:
     def encode() -> bytes:
         data = tensor_file.encode(_numpy(value)) if storage is None else encode_stored(value, storage)
         if bar is not None:

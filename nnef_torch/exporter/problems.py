@@ -27,7 +27,7 @@ class Problem(str):
     code: str | None
 
     def __new__(cls, reason: str, location: Location | None = None, code: str | None = None,
-                function: str | None = None) -> "Problem":
+                function: str | None = None) -> Problem:
         text = reason
         if location is not None:
             text += f"\n      at {location}" + (f" in {function}" if function else "") + (f": {code}" if code else "")

@@ -27,8 +27,9 @@ Options (`QuantExport`, or a dict of its fields, given as `quantization=` to `nn
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import torch

@@ -6,7 +6,6 @@ trip compares equal.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from nnef_torch.errors import Location
 
@@ -36,7 +35,7 @@ class TensorType:
 
 @dataclass(frozen=True)
 class ArrayType:
-    item: "Type"
+    item: Type
 
     def __str__(self) -> str:
         return f"{self.item}[]"
@@ -44,13 +43,13 @@ class ArrayType:
 
 @dataclass(frozen=True)
 class TupleType:
-    items: tuple["Type", ...]
+    items: tuple[Type, ...]
 
     def __str__(self) -> str:
         return "(" + ", ".join(str(item) for item in self.items) + ")"
 
 
-Type = Union[PrimitiveType, TensorType, ArrayType, TupleType]
+Type = PrimitiveType | TensorType | ArrayType | TupleType
 
 
 # Expressions (spec 3.2.3).
@@ -69,73 +68,73 @@ class Identifier:
 
 @dataclass(frozen=True)
 class ArrayExpr:
-    items: tuple["Expr", ...]
+    items: tuple[Expr, ...]
     loc: Location = _loc()
 
 
 @dataclass(frozen=True)
 class TupleExpr:
-    items: tuple["Expr", ...]
+    items: tuple[Expr, ...]
     loc: Location = _loc()
 
 
 @dataclass(frozen=True)
 class UnaryExpr:
     op: str  # '+', '-', '!'
-    operand: "Expr"
+    operand: Expr
     loc: Location = _loc()
 
 
 @dataclass(frozen=True)
 class BinaryExpr:
     op: str  # '+', '-', '*', '/', '^', '<', '<=', '>', '>=', '==', '!=', '&&', '||', 'in'
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
     loc: Location = _loc()
 
 
 @dataclass(frozen=True)
 class IfElseExpr:
-    condition: "Expr"
-    then: "Expr"
-    otherwise: "Expr"
+    condition: Expr
+    then: Expr
+    otherwise: Expr
     loc: Location = _loc()
 
 
 @dataclass(frozen=True)
 class Comprehension:
-    iterators: tuple[tuple[str, "Expr"], ...]
-    condition: "Expr | None"
-    body: "Expr"
+    iterators: tuple[tuple[str, Expr], ...]
+    condition: Expr | None
+    body: Expr
     loc: Location = _loc()
 
 
 @dataclass(frozen=True)
 class IndexExpr:
-    value: "Expr"
-    index: "Expr"
+    value: Expr
+    index: Expr
     loc: Location = _loc()
 
 
 @dataclass(frozen=True)
 class RangeExpr:
-    value: "Expr"
-    start: "Expr | None"
-    end: "Expr | None"
+    value: Expr
+    start: Expr | None
+    end: Expr | None
     loc: Location = _loc()
 
 
 @dataclass(frozen=True)
 class BuiltinExpr:
     name: str  # 'shape_of', 'length_of', 'range_of', 'integer', 'scalar', 'logical', 'string'
-    arg: "Expr"
+    arg: Expr
     loc: Location = _loc()
 
 
 @dataclass(frozen=True)
 class Argument:
     name: str | None  # None: positional
-    value: "Expr"
+    value: Expr
     loc: Location = _loc()
 
 
@@ -147,8 +146,8 @@ class Invocation:
     loc: Location = _loc()
 
 
-Expr = Union[Literal, Identifier, ArrayExpr, TupleExpr, UnaryExpr, BinaryExpr, IfElseExpr, Comprehension,
-             IndexExpr, RangeExpr, BuiltinExpr, Invocation]
+Expr = (Literal | Identifier | ArrayExpr | TupleExpr | UnaryExpr | BinaryExpr | IfElseExpr | Comprehension
+        | IndexExpr | RangeExpr | BuiltinExpr | Invocation)
 
 
 # Declarations and the document.

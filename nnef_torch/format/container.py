@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import os
 import re
 import secrets
@@ -121,7 +122,7 @@ class _Bounded:
     """The stream tarfile reads: refuses positions past `limit` and single reads over `max_read`, so that
     no header (size, pax or long-name record) makes us allocate or decompress more than allowed."""
 
-    def __init__(self, stream, limit: int, max_read: int):
+    def __init__(self, stream: io.BufferedIOBase, limit: int, max_read: int):
         self.stream, self.limit, self.max_read = stream, limit, max_read
 
     def tell(self) -> int:

@@ -8,12 +8,13 @@ both readings agree on printed text.
 """
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from nnef_torch.errors import Location, NNEFSyntaxError
-from nnef_torch.gc_pause import gc_paused
 from nnef_torch.format import ast
 from nnef_torch.format.lexer import TYPE_NAMES, Token, tokenize
+from nnef_torch.gc_pause import gc_paused
 
 BUILTINS = ("shape_of", "length_of", "range_of") + TYPE_NAMES
 _BINARY_LEVELS = (("in",), ("&&", "||"), ("<", "<=", ">", ">=", "==", "!="), ("+", "-"), ("*", "/"))
@@ -91,7 +92,7 @@ class _Parser:
             raise self.error(f"expressions and types may nest at most {MAX_NESTING} levels deep")
         self.depth += 1
 
-    def nested(self, rule: Callable[..., _R], *args) -> _R:
+    def nested(self, rule: Callable[..., _R], *args: Any) -> _R:
         """Run `rule` one nesting level deeper."""
         self.enter()
         result = rule(*args)

@@ -1,8 +1,9 @@
 """graph.quant (spec 5.3 and 7): quantization ops attached to tensors by identifier; read and print."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from nnef_torch.errors import Location, NNEFError, NNEFQuantizationError
 from nnef_torch.format import ast

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,7 +209,8 @@ def encode(array: Any, *, quantization: dict[str, Any] | None = None, layout: st
 
 # ---------------------------------------------------------------------------------------------- header details
 
-def _classify(code: int, bits: int, params: bytes, fail) -> tuple[str, bool, dict[str, Any] | None]:
+def _classify(code: int, bits: int, params: bytes,
+              fail: Callable[[str, int], NNEFTensorFileError]) -> tuple[str, bool, dict[str, Any] | None]:
     """Kind, signedness and quantization of a known code; checks bits and parameters for it."""
     if code == FLOAT:
         if bits not in (16, 32, 64):

@@ -6,8 +6,9 @@ The generated `forward` is straight-line code over torch calls; op functions ran
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 import torch.fx as fx

@@ -4,14 +4,15 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import torch
 
+import nnef_torch.ops.torch_ops  # noqa: F401  (registers the torch implementations)
 from nnef_torch.errors import NNEFError
 from nnef_torch.format import container
 from nnef_torch.gc_pause import gc_paused
-import nnef_torch.ops.torch_ops  # noqa: F401  (registers the torch implementations)
 from nnef_torch.importer.build import QUANTIZERS, GraphBuilder, Slot, check_supported, implementations, plan_slots
 from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
 from nnef_torch.importer.weights import Storage, declared_dtype, to_tensor
@@ -22,7 +23,7 @@ PROGRESS_BYTES = 64 << 20  # show a progress bar on a terminal from this many by
 
 
 @gc_paused
-def load(path: str | os.PathLike, *, device: Any = None, dtype: torch.dtype | None = None,
+def load(path: str | os.PathLike, *, device: torch.device | str | int | None = None, dtype: torch.dtype | None = None,
          input_shapes: Mapping[str, Any] | None = None,
          custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None) -> NNEFModule:
     """Import an NNEF model (a folder, a graph.nnef file, or a .tar/.tgz/.tar.gz archive) as a torch module.
@@ -69,7 +70,8 @@ def load(path: str | os.PathLike, *, device: Any = None, dtype: torch.dtype | No
     return module
 
 
-def fill_from_source(module: NNEFModule, device: Any, progress: bool | None) -> None:
+def fill_from_source(module: NNEFModule, device: torch.device | str | int | None,
+                     progress: bool | None) -> None:
     """Read every variable of `module` from the files it was loaded from, onto `device`."""
     info = module.nnef
     device = torch.device(device) if device is not None else torch.device("cpu")
@@ -84,7 +86,8 @@ def fill_from_source(module: NNEFModule, device: Any, progress: bool | None) -> 
             raise NNEFError(f"buffer '{name}' has no data source; load the model on a real device instead")
 
 
-def _read_tensors(files: container.ModelFiles, graph: Graph, slots: Mapping[str, Slot], device, dtype,
+def _read_tensors(files: container.ModelFiles, graph: Graph, slots: Mapping[str, Slot],
+                  device: torch.device | None, dtype: torch.dtype | None,
                   progress: bool | None) -> Iterator[tuple[Slot, torch.Tensor, Storage]]:
     """Decode each variable's file in turn and move it to its device, so host memory holds one file at a time."""
     groups = graph.shared_variables()
@@ -135,8 +138,8 @@ class _Reader:
     container is never closed under it.
     """
 
-    def __init__(self, files: container.ModelFiles, graph: Graph, slots: Mapping[str, Slot], device, dtype,
-                 progress: bool | None):
+    def __init__(self, files: container.ModelFiles, graph: Graph, slots: Mapping[str, Slot],
+                 device: torch.device | None, dtype: torch.dtype | None, progress: bool | None):
         self.skip = device is not None and device.type == "meta"
         self.stop = threading.Event()
         self.items: list[tuple[Slot, torch.Tensor, Storage]] = []

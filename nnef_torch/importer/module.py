@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
 
 import torch
 import torch.fx as fx
@@ -74,7 +74,8 @@ class NNEFModule(fx.GraphModule):
         from nnef_torch.importer.save import save_imported
         save_imported(self, path, compress=compress, progress=progress)
 
-    def materialize(self, device: Any = None, *, progress: bool | None = None) -> NNEFModule:
+    def materialize(self, device: torch.device | str | int | None = None, *,
+                    progress: bool | None = None) -> NNEFModule:
         """Fill a module loaded with `device='meta'` from its files, one tensor at a time, straight on `device`."""
         from nnef_torch.importer.load import fill_from_source
         fill_from_source(self, device, progress)

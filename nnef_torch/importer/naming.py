@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import keyword
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 _SEPARATORS = re.compile(r"[/\\.]")
 
@@ -40,8 +40,8 @@ def _segment(part: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _reserved() -> frozenset[str]:
     """Names a module already uses (`half`, `forward`, `graph`, ...): a tensor cannot take them."""
-    from nnef_torch.importer.module import NNEFModule
     from nnef_torch.importer.build import QUANTIZERS
+    from nnef_torch.importer.module import NNEFModule
     return frozenset(dir(NNEFModule)) | {"meta", "training", "_graph", "_code", QUANTIZERS}
 
 

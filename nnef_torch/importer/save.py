@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
-from nnef_torch.errors import NNEFError
 import numpy as np
 
+from nnef_torch.errors import NNEFError
 from nnef_torch.format import container
 from nnef_torch.format.quant_file import QuantSpec, print_quantization
 from nnef_torch.importer.module import NNEFModule, tensor_at
@@ -53,7 +53,8 @@ def _same(current: QuantSpec, original: QuantSpec) -> bool:
     return True
 
 
-def _tensors(module: NNEFModule, specs: dict[str, QuantSpec], progress: bool | None) -> Iterator[tuple[str, Callable[[], bytes]]]:
+def _tensors(module: NNEFModule, specs: dict[str, QuantSpec],
+             progress: bool | None) -> Iterator[tuple[str, Callable[[], bytes]]]:
     info = module.nnef
     slots = list(info.slots.values())
     bar = None

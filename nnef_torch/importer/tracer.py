@@ -6,7 +6,8 @@ root module, so they follow `.to(device)` and stay out of `state_dict`.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.fx as fx

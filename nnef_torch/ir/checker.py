@@ -5,7 +5,8 @@ graph never invokes it.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from nnef_torch.errors import Location, NNEFSemanticError, NNEFTypeError
 from nnef_torch.format import ast
@@ -17,7 +18,8 @@ GRAPH_ONLY_OPS = ("external", "variable", "update")
 UNARY_FRAGMENTS = {"-": "neg", "+": "copy", "!": "not"}
 BINARY_FRAGMENTS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "^": "pow", "<": "lt", "<=": "le", ">": "gt",
                     ">=": "ge", "==": "eq", "!=": "ne", "&&": "and", "||": "or"}
-_ARITHMETIC, _ORDERING, _EQUALITY, _LOGIC = ("+", "-", "*", "/", "^"), ("<", "<=", ">", ">="), ("==", "!="), ("&&", "||")
+_ARITHMETIC, _ORDERING = ("+", "-", "*", "/", "^"), ("<", "<=", ">", ">=")
+_EQUALITY, _LOGIC = ("==", "!="), ("&&", "||")
 
 
 def semantic_error(message: str, loc: Location | None) -> NNEFSemanticError:
@@ -357,7 +359,8 @@ class _BodyChecker:
                                  expr.loc)
         return result
 
-    def check_call(self, name: str, args, generic: ast.PrimitiveType | None, loc: Location) -> T.AnyType:
+    def check_call(self, name: str, args: Sequence[tuple[str | None, T.AnyType, Location]],
+                   generic: ast.PrimitiveType | None, loc: Location) -> T.AnyType:
         fragment = self.fragments.get(name)
         if fragment is None:
             raise semantic_error(f"undefined operation '{name}'", loc)
@@ -374,7 +377,8 @@ class _BodyChecker:
         return results[0] if len(results) == 1 else ast.TupleType(tuple(results))
 
 
-def bind_arguments(fragment: ast.Fragment, args, loc: Location) -> dict:
+def bind_arguments(fragment: ast.Fragment, args: Sequence[tuple[str | None, Any, Location]],
+                   loc: Location) -> dict:
     """Map parameter names to (type-or-value, location) for each given argument; check the invocation rules."""
     bound: dict = {}
     params = {param.name: param for param in fragment.params}

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from nnef_torch.errors import Location, NNEFSemanticError
 from nnef_torch.format.printer import print_literal
@@ -32,13 +34,13 @@ def _check_length(length: int, loc: Location | None) -> None:
         raise _fail(f"constant array of {length} items is too long (limit {MAX_ARRAY_LENGTH})", loc)
 
 
-def unary(op: str, value, loc: Location | None):
+def unary(op: str, value: Any, loc: Location | None) -> Any:
     if op == "!":
         return not value
     return -value if op == "-" else value
 
 
-def binary(op: str, left, right, loc: Location | None):
+def binary(op: str, left: Any, right: Any, loc: Location | None) -> Any:
     """Apply a binary operator to two compile-time values of the types the checker allowed."""
     if op == "in":
         return left in right
@@ -101,13 +103,13 @@ def _scalar_arithmetic(op: str, a: float, b: float, loc: Location | None) -> flo
     return result
 
 
-def index(value, position: int, loc: Location | None):
+def index(value: Sequence[Any], position: int, loc: Location | None) -> Any:
     if not 0 <= position < len(value):
         raise _fail(f"index {position} is out of range for length {len(value)}", loc)
     return value[position]
 
 
-def slice_range(value, start: int | None, end: int | None, loc: Location | None):
+def slice_range(value: Sequence[Any], start: int | None, end: int | None, loc: Location | None) -> Any:
     start = 0 if start is None else start
     end = len(value) if end is None else end
     if start < 0 or end < 0:
@@ -115,7 +117,7 @@ def slice_range(value, start: int | None, end: int | None, loc: Location | None)
     return value[start:end]
 
 
-def builtin(name: str, value, loc: Location | None):
+def builtin(name: str, value: Any, loc: Location | None) -> Any:
     """length_of, range_of and the conversions integer, scalar, logical, string (shape_of needs the graph)."""
     if name == "length_of":
         return len(value)

@@ -6,8 +6,9 @@ tuples); its outputs are `Ref`s or lists of `Ref`s.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from nnef_torch.errors import Location
 
@@ -45,7 +46,7 @@ class Operation:
         yield from _refs(self.outputs.values())
 
 
-def _refs(values) -> Iterator[Ref]:
+def _refs(values: Iterable[Any]) -> Iterator[Ref]:
     for value in values:
         if isinstance(value, Ref):
             yield value

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Mapping, Union
+from typing import Any
 
 from nnef_torch.errors import Location, NNEFError, NNEFSemanticError, NNEFShapeError
 from nnef_torch.format import ast
 from nnef_torch.gc_pause import gc_paused
-from nnef_torch.ir import evaluate, types as T
+from nnef_torch.ir import evaluate
+from nnef_torch.ir import types as T
 from nnef_torch.ir.checker import BINARY_FRAGMENTS, UNARY_FRAGMENTS, bind_arguments, resolve_generic
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Tensor, Update, Variable
 from nnef_torch.ops import registry
 
-Atomic = Union[Collection[str], Callable[[str], bool], None]
+Atomic = Collection[str] | Callable[[str], bool] | None
 MAX_EXPANSION_DEPTH = 200
 _LABEL = re.compile(r"[A-Za-z0-9_\-./\\]+")
 
@@ -99,7 +101,7 @@ class Lowerer:
         return Ref(name)
 
     def finish(self, doc: ast.Document, env: dict[str, Any]) -> Graph:
-        def final(value):
+        def final(value: Any) -> Any:
             if isinstance(value, Ref):
                 return Ref(self.renames.get(value.name, value.name))
             if isinstance(value, list):
@@ -148,7 +150,8 @@ class Lowerer:
         return Update(target.name, value.name if isinstance(value, Ref) else value, op.outputs["result"].name)
 
     # -- expressions --
-    def evaluate(self, expr: ast.Expr, env: dict[str, Any], generic: ast.PrimitiveType | None, hint=None) -> Any:
+    def evaluate(self, expr: ast.Expr, env: dict[str, Any], generic: ast.PrimitiveType | None,
+                 hint: ast.Expr | None = None) -> Any:
         kind = type(expr)
         if kind is ast.Literal:
             return expr.value
@@ -188,7 +191,7 @@ class Lowerer:
         explicit = generic if expr.generic is not None and expr.generic.name == "?" else expr.generic
         return self.invoke(expr.name, args, explicit, expr.loc, generic, hint)
 
-    def _binary(self, expr: ast.BinaryExpr, env: dict[str, Any], generic) -> Any:
+    def _binary(self, expr: ast.BinaryExpr, env: dict[str, Any], generic: ast.PrimitiveType | None) -> Any:
         if expr.op in ("&&", "||"):  # lazy on compile-time values
             left = self.evaluate(expr.left, env, generic)
             if not _is_tensor_value(left) and (left if expr.op == "||" else not left):
@@ -202,7 +205,7 @@ class Lowerer:
             return self.invoke(BINARY_FRAGMENTS[expr.op], args, None, expr.loc, generic)
         return evaluate.binary(expr.op, left, right, expr.loc)
 
-    def _comprehension(self, expr: ast.Comprehension, env: dict[str, Any], generic) -> list:
+    def _comprehension(self, expr: ast.Comprehension, env: dict[str, Any], generic: ast.PrimitiveType | None) -> list:
         arrays = [(name, self.evaluate(array, env, generic), array.loc) for name, array in expr.iterators]
         length = len(arrays[0][1])
         for name, array, loc in arrays[1:]:
@@ -227,7 +230,8 @@ class Lowerer:
         return list(shape)
 
     # -- invocations --
-    def invoke(self, name: str, args: list, explicit, loc: Location, generic, hint=None) -> Any:
+    def invoke(self, name: str, args: list[tuple[str | None, Any, Location]], explicit: ast.PrimitiveType | None,
+               loc: Location, generic: ast.PrimitiveType | None, hint: ast.Expr | None = None) -> Any:
         fragment = self.fragments[name]
         bound = bind_arguments(fragment, args, loc)
         typed = {key: (_type_of(value, self.tensors), arg_loc) for key, (value, arg_loc) in bound.items()}
@@ -245,7 +249,8 @@ class Lowerer:
                 values[param.name] = _as_tensor(values[param.name])
         return self.expand(fragment, values, value_type, loc, hint)
 
-    def expand(self, fragment: ast.Fragment, values: dict[str, Any], value_type, loc: Location, hint) -> Any:
+    def expand(self, fragment: ast.Fragment, values: dict[str, Any], value_type: ast.PrimitiveType | None,
+               loc: Location, hint: ast.Expr | None) -> Any:
         if self.depth >= MAX_EXPANSION_DEPTH:
             raise NNEFSemanticError(f"expanding '{fragment.name}' nests more than {MAX_EXPANSION_DEPTH} levels "
                                     "deep (unbounded recursion?)", loc)
@@ -260,7 +265,8 @@ class Lowerer:
         results = [env[result.name] for result in fragment.results]
         return results[0] if len(results) == 1 else tuple(results)
 
-    def emit(self, fragment: ast.Fragment, values: dict[str, Any], value_type, loc: Location, hint) -> Any:
+    def emit(self, fragment: ast.Fragment, values: dict[str, Any], value_type: ast.PrimitiveType | None, loc: Location,
+             hint: ast.Expr | None) -> Any:
         inputs = {p.name: values[p.name] for p in fragment.params if T.contains_tensor(p.type)}
         attribs = {p.name: values[p.name] for p in fragment.params if not T.contains_tensor(p.type)}
         if fragment.name == "external" and isinstance(hint, ast.Identifier) and hint.name in self.input_shapes:
@@ -282,7 +288,7 @@ class Lowerer:
     def _site_file(self) -> str | None:
         return self.site.file if self.site is not None else None
 
-    def _new_outputs(self, op: str, result_type, shape, hint, loc: Location) -> Any:
+    def _new_outputs(self, op: str, result_type: T.AnyType, shape: Any, hint: ast.Expr | None, loc: Location) -> Any:
         if isinstance(result_type, ast.ArrayType):
             count = len(shape) if isinstance(shape, list) else None
             if isinstance(hint, ast.ArrayExpr):
@@ -297,7 +303,7 @@ class Lowerer:
             return [self._new_tensor(op, result_type.item, item_shape) for item_shape in item_shapes]
         return self._new_tensor(op, result_type, shape)
 
-    def _new_tensor(self, op: str, result_type, shape) -> Ref:
+    def _new_tensor(self, op: str, result_type: T.AnyType, shape: Any) -> Ref:
         self.counter += 1
         name = f"{op}_{self.counter}"
         while name in self.reserved or name in self.tensors:
@@ -341,7 +347,7 @@ def python_name(name: str) -> str:
     return name + "_" if keyword.iskeyword(name) else name
 
 
-def _has_unknown(shape) -> bool:
+def _has_unknown(shape: Any) -> bool:
     return shape is None or isinstance(shape, list) and any(_has_unknown(item) for item in shape)
 
 
@@ -432,9 +438,9 @@ def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[st
     `nnef_torch.ops.registry.shape_rule`). input_shapes: replaces the shapes of `external`s by graph input name.
     text: the source, for error messages with the offending line.
     """
+    import nnef_torch.ops.shapes  # noqa: F401  (registers the shape rules)
     from nnef_torch.ir.checker import check_document
     from nnef_torch.stdlib import standard_fragments
-    import nnef_torch.ops.shapes  # noqa: F401  (registers the shape rules)
 
     standard = standard_fragments()
     try:

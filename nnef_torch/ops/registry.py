@@ -6,8 +6,9 @@ indexed by the ATen operation they translate, and each ATen operation has exactl
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 Shape = tuple[int, ...]
 

@@ -12,7 +12,11 @@ split by idea; each registers its own rules with `@shape_rule`:
 from __future__ import annotations
 
 from nnef_torch.ops import (  # noqa: F401  (imported to register their rules)
-    shapes_elementwise, shapes_reduce, shapes_sampling, shapes_tensor, shapes_window,
+    shapes_elementwise,
+    shapes_reduce,
+    shapes_sampling,
+    shapes_tensor,
+    shapes_window,
 )
 from nnef_torch.ops.shapes_common import Shape, broadcast
 

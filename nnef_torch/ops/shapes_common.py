@@ -7,7 +7,8 @@ padded with trailing 1s), unlike numpy.
 """
 from __future__ import annotations
 
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from nnef_torch.errors import NNEFShapeError
 

@@ -5,7 +5,7 @@ Reductions keep the rank: reduced dimensions become 1. Axes must be unique and l
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from nnef_torch.ops.registry import shape_rule
 from nnef_torch.ops.shapes_common import Shape, check_axes, check_broadcastable_to, fail

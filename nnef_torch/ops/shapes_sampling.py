@@ -3,13 +3,20 @@ region-of-interest ops (4.6).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from nnef_torch.ops.registry import shape_rule
 from nnef_torch.ops.shapes_common import (
-    FILTER_BORDERS, RESIZE_METHODS, Shape, check_choice, check_length, check_positive, check_rank_at_least, fail, fmt,
+    FILTER_BORDERS,
+    RESIZE_METHODS,
+    Shape,
+    check_choice,
+    check_length,
+    check_positive,
+    check_rank_at_least,
+    fail,
+    fmt,
 )
-
 
 # Up- and down-sampling by integer factors in the spatial dimensions (spec 4.3.4).
 

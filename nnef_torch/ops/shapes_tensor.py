@@ -4,12 +4,22 @@ later Khronos stdlib: tile, pad, gather, cast), matrix multiplication (4.7, `lin
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from nnef_torch.ops.registry import shape_rule
 from nnef_torch.ops.shapes_common import (
-    FILTER_BORDERS, Shape, broadcast, check_axes, check_axis, check_broadcastable_to, check_choice, check_length,
-    check_positive, fail, fmt, volume,
+    FILTER_BORDERS,
+    Shape,
+    broadcast,
+    check_axes,
+    check_axis,
+    check_broadcastable_to,
+    check_choice,
+    check_length,
+    check_positive,
+    fail,
+    fmt,
+    volume,
 )
 
 # Spec 4.1.3: labels use letters, digits and _ - . / \ only.

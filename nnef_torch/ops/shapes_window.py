@@ -12,11 +12,19 @@ argmax_pool, sample, desample, *_pool) for all dimensions.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from nnef_torch.ops.registry import shape_rule
 from nnef_torch.ops.shapes_common import (
-    ALL_BORDERS, FILTER_BORDERS, Shape, check_choice, check_length, check_positive, check_rank_at_least, fail, fmt,
+    ALL_BORDERS,
+    FILTER_BORDERS,
+    Shape,
+    check_choice,
+    check_length,
+    check_positive,
+    check_rank_at_least,
+    fail,
+    fmt,
 )
 
 Padding = Sequence[tuple[int, int]]

@@ -11,7 +11,8 @@ Also here: the automatic padding rule and the per-position counts of inside elem
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F

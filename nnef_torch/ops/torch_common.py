@@ -6,8 +6,9 @@ Op functions run two ways: eagerly on tensors (tests, custom use) and once per o
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from numbers import Number
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 import torch.fx

@@ -7,8 +7,9 @@ to it, with the input first extended by the border where the NNEF definition rea
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F

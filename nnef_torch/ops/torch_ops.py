@@ -12,5 +12,9 @@ Split by idea, each module registering its own functions with `@torch_op`:
 from __future__ import annotations
 
 from nnef_torch.ops import (  # noqa: F401  (imported to register the implementations)
-    torch_elementwise, torch_reduce, torch_sampling, torch_tensor, torch_window,
+    torch_elementwise,
+    torch_reduce,
+    torch_sampling,
+    torch_tensor,
+    torch_window,
 )

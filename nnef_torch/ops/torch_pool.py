@@ -8,16 +8,23 @@ falls back to unfolded windows there. Zero-valued padding goes into the pooling 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from nnef_torch.ops.registry import torch_op
 from nnef_torch.ops.torch_border import (
-    Padding, count_tensor, device_of, inside_counts, inside_counts_transposed, pad_border, resolve_padding,
+    Padding,
+    count_tensor,
+    device_of,
+    inside_counts,
+    inside_counts_transposed,
+    pad_border,
+    resolve_padding,
 )
 from nnef_torch.ops.torch_common import static_dtype, static_shape
 from nnef_torch.ops.torch_conv import transposed_conv
@@ -42,7 +49,7 @@ class Window:
 
     @staticmethod
     def of(extents: Sequence[int], size: Sequence[int], padding: Padding, stride: Sequence[int],
-           dilation: Sequence[int]) -> "Window":
+           dilation: Sequence[int]) -> Window:
         stride, dilation = tuple(stride) or (1,) * len(size), tuple(dilation) or (1,) * len(size)
         pads = resolve_padding(extents, size, padding, stride, dilation)
         return Window(tuple(size), tuple(pads), stride, dilation)
@@ -56,11 +63,11 @@ class Window:
         return tuple((p + n + q - (f - 1) * d - 1) // s + 1
                      for n, f, (p, q), s, d in zip(extents, self.size, self.pads, self.stride, self.dilation))
 
-    def pick(self, dims: Sequence[int]) -> "Window":
+    def pick(self, dims: Sequence[int]) -> Window:
         return Window(*(tuple(items[i] for i in dims) for items in (self.size, self.pads, self.stride,
                                                                      self.dilation)))
 
-    def with_pads(self, pads: Sequence[tuple[int, int]]) -> "Window":
+    def with_pads(self, pads: Sequence[tuple[int, int]]) -> Window:
         return Window(self.size, tuple(pads), self.stride, self.dilation)
 
 

@@ -8,7 +8,8 @@ an unreduced leading dimension as -1, so a graph declared with batch 1 also runs
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F

@@ -8,7 +8,8 @@ one normalized box over every dimension with automatic padding and zero ('consta
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F

@@ -7,11 +7,25 @@
 - `QuantExport`: how `nnef_torch.export` / `save(quantization=...)` write fake quantization (graph.quant entries or
   inline ops, the op form, weights as float, integer codes or the seed layout).
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from nnef_torch.quant.functional import fake_quantize
 from nnef_torch.quant.modules import FakeQuantize
 from nnef_torch.quant.observers import MinMaxObserver, MovingAverageObserver, PercentileObserver, make_observer
-from nnef_torch.quant.prepare import (QuantConfig, QuantScheme, calibrate, prepare, quantizers, set_enabled,
-                                      set_observing)
+from nnef_torch.quant.prepare import (
+    QuantConfig,
+    QuantScheme,
+    calibrate,
+    prepare,
+    quantizers,
+    set_enabled,
+    set_observing,
+)
+
+if TYPE_CHECKING:  # what `__getattr__` imports on first use, visible to type checkers
+    from nnef_torch.exporter.quantization import QuantExport
 
 __all__ = ["FakeQuantize", "fake_quantize"]
 __all__ += ["MinMaxObserver", "MovingAverageObserver", "PercentileObserver", "QuantConfig", "QuantScheme",
@@ -19,7 +33,7 @@ __all__ += ["MinMaxObserver", "MovingAverageObserver", "PercentileObserver", "Qu
 __all__ += ["QuantExport"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """`QuantExport` lives with the exporter, which imports this package: it is looked up on first use."""
     if name == "QuantExport":
         from nnef_torch.exporter.quantization import QuantExport

@@ -13,6 +13,8 @@ axis 0.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from nnef_torch.ops import torch_elementwise as ops
@@ -49,7 +51,8 @@ def fake_quantize(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str, bi
 
 
 @fake_quantize.register_fake
-def _(x, a, b, op, bits, signed, symmetric, grad_scale):
+def _(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str, bits: int, signed: bool, symmetric: bool,
+      grad_scale: float) -> torch.Tensor:
     return torch.empty_like(x)
 
 
@@ -69,7 +72,7 @@ def _reduce_to(grad: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
     return grad.reshape(param.shape).to(param.dtype)
 
 
-def _backward(ctx, grad: torch.Tensor):
+def _backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
     x, a, b = ctx.saved_tensors
     op, bits, signed, symmetric, grad_scale = ctx.attributes
     wide = torch.float64 if x.dtype == torch.float64 else torch.float32
@@ -104,7 +107,7 @@ def _backward(ctx, grad: torch.Tensor):
     return grad_x, grad_a, grad_b, None, None, None, None, None
 
 
-def _setup(ctx, inputs, output):
+def _setup(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
     x, a, b, op, bits, signed, symmetric, grad_scale = inputs
     if op == "logarithmic_quantize" and (a.requires_grad or b.requires_grad):
         raise ValueError("logarithmic_quantize has no learnable parameters: its range max enters through ceil")

@@ -137,7 +137,8 @@ class FakeQuantize(torch.nn.Module):
     @torch.no_grad()
     def set_range(self, low: Any, high: Any) -> None:
         """Set the parameters so that [low, high] (numbers, or per-channel vectors) is representable; zero always
-        is (the range is widened to include it), and a symmetric signed range becomes [-m, m], m = max(|low|, |high|)."""
+        is (the range is widened to include it), and a symmetric signed range becomes [-m, m],
+        m = max(|low|, |high|)."""
         low = torch.clamp(torch.as_tensor(low, dtype=torch.float64), max=0.0)
         high = torch.clamp(torch.as_tensor(high, dtype=torch.float64), min=0.0)
         if self.op == "logarithmic_quantize":

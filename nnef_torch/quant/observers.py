@@ -93,7 +93,7 @@ class Observer(torch.nn.Module):
     def _range(self) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
         for name in self._stats:  # statistics take the stored shape (set lazily by the first tensor seen)
             stored = state_dict.get(prefix + name)
             if isinstance(stored, torch.Tensor) and stored.shape != getattr(self, name).shape:

@@ -25,8 +25,9 @@ import dataclasses
 import fnmatch
 import inspect
 import warnings
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -170,7 +171,7 @@ def known_fields(cls: type, values: Mapping[str, Any], what: str, error: type[Ex
     return dict(values)
 
 
-def _scheme(value: Any, default, shared: dict, what: str) -> QuantScheme | None:
+def _scheme(value: Any, default: Callable[[], QuantScheme], shared: dict, what: str) -> QuantScheme | None:
     if value is None or value is False:
         return None
     if isinstance(value, dict):
@@ -359,8 +360,9 @@ def calibrate(module: nn.Module, batches: Iterable[Any], *, max_batches: int | N
               reset: bool = True) -> nn.Module:
     """Set every observed quantizer's range from `batches` (a tensor: module(x); a tuple or list: module(*batch);
     a dict: module(**batch)), run in eval mode under no_grad with fake quantization off; then observation is
-    turned off and fake quantization on. Weights (parametrized tensors) are observed once, not once per batch. Observers are reset first unless reset=False. Quantizers without an
-    observer keep their settings (and quantize during calibration). The training flags are restored."""
+    turned off and fake quantization on. Weights (parametrized tensors) are observed once, not once per batch.
+    Observers are reset first unless reset=False. Quantizers without an observer keep their settings (and quantize
+    during calibration). The training flags are restored."""
     if max_batches is not None and (isinstance(max_batches, bool) or int(max_batches) < 1):
         raise ValueError(f"max_batches must be a positive integer, not {max_batches!r}")
     observed = {name: q for name, q in quantizers(module).items() if q.observer is not None}
@@ -396,7 +398,7 @@ def calibrate(module: nn.Module, batches: Iterable[Any], *, max_batches: int | N
     for quantizer in observed.values():
         quantizer.enabled, quantizer.observing = True, False
     missed = [name for name, q in observed.items() if not q.observer.observed]
-    for name, quantizer in observed.items():
+    for quantizer in observed.values():
         if quantizer.observer.observed:
             quantizer.set_range(*quantizer.observer.range())
     if missed:

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from khronos import khronos
 
 import nnef_torch
-from khronos import khronos
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SMALL_MODELS = ["mlp", "lstm"]

@@ -8,8 +8,9 @@ only when NNEF_TORCH_ALL_OPS=1 (each export costs about half a second of torch.e
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -333,6 +334,8 @@ def shapes() -> list[Row]:
         row("split_sizes", lambda v: torch.split(v, [1, 3], dim=2), x, skip={"tract": NO_SPLIT}),
         row("split_uneven", lambda v: torch.split(v, 2, dim=1), x, skip={"tract": NO_SPLIT}, extra=True),
         row("chunk", lambda v: torch.chunk(v, 2, dim=-1), x, skip={"tract": NO_SPLIT}),
+        row("chunk_uneven", lambda v: torch.chunk(v, 3, dim=1), randn(2, 7), skip={"tract": NO_SPLIT}),
+        row("chunk_fewer_pieces", lambda v: torch.chunk(v, 3, dim=-1), x, skip={"tract": NO_SPLIT}, extra=True),
         row("unbind", lambda v: torch.unbind(v, 1), x),
         row("slice_step", lambda v: v[:, 1::2], randn(2, 5, 4)),
         row("slice_negative", lambda v: v[..., -3:-1], x, extra=True),

@@ -7,8 +7,8 @@ their example inputs; `make(name)` builds one with a fixed seed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn as nn

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-
 from khronos import CONFORMANCE, conformance_cases, khronos
+
 from nnef_torch.format import ast
 from nnef_torch.format.lexer import tokenize
 from nnef_torch.format.parser import parse_document, parse_expression, parse_fragments

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import pytest
-
 from khronos import khronos
+from test_bad_inputs import Bad, _check, body
+
 from nnef_torch.errors import NNEFError, NNEFQuantizationError
 from nnef_torch.format.quant_file import QuantSpec, print_quantization, read_quantization
 from nnef_torch.reader import read_graph
 from nnef_torch.stdlib import standard_fragments
-from test_bad_inputs import Bad, _check, body
 
 GRAPH = """version 1.0;
 graph G( input ) -> ( output )

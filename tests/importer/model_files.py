@@ -1,8 +1,8 @@
 """Write small NNEF models for importer tests: graph text, .dat files by label, optional graph.quant."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from khronos import conformance_cases, require_conformance
 
 import nnef_torch
-from khronos import conformance_cases, require_conformance
 
 CASES = conformance_cases()
 

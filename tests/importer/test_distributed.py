@@ -2,9 +2,6 @@
 batch, produce the gradients of single-process training on the whole batch."""
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
 import torch

@@ -1,8 +1,6 @@
 """Saving an imported module: same graph text and graph.quant, current weights, atomic, archives."""
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 import torch

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-
 from khronos import canonical_khronos, canonical_ours, conformance_cases, khronos, require_conformance
+
 from nnef_torch.errors import NNEFSemanticError, NNEFShapeError
 from nnef_torch.format.parser import parse_document
 from nnef_torch.ir.graph import Ref

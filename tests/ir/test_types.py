@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from nnef_torch.format.ast import ArrayType, PrimitiveType, TensorType, TupleType
+from nnef_torch.format.ast import ArrayType, TensorType, TupleType
 from nnef_torch.ir import types as T
 
 S, I, L, STR, G = T.SCALAR, T.INTEGER, T.LOGICAL, T.STRING, T.GENERIC

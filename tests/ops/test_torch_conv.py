@@ -7,12 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import nnef_torch.ops.torch_window  # noqa: F401  (registers the ops)
 from ops import window_numpy as ref
 from ops.torch_harness import (
-    OpCase, assert_close, case_ids, check_case, gradcheck_case, run_eager, run_reference, run_traced,
+    OpCase,
+    assert_close,
+    case_ids,
+    check_case,
+    gradcheck_case,
+    run_eager,
+    run_reference,
+    run_traced,
 )
+
+import nnef_torch.ops.torch_window  # noqa: F401  (registers the ops)
 
 rng = np.random.default_rng(0)
 

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import importlib
 
+from ops.torch_harness import OpCase
+
 import nnef_torch.ops.torch_ops  # noqa: F401  (registers the implementations)
 from nnef_torch.ops import registry
 from nnef_torch.stdlib import standard_fragments
-from ops.torch_harness import OpCase
 
 TABLES = ("test_torch_elementwise", "test_torch_reduce", "test_torch_tensor", "test_torch_conv", "test_torch_pool",
           "test_torch_sampling")

@@ -10,10 +10,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from ops.torch_harness import (
+    OpCase,
+    assert_close,
+    case_ids,
+    check_case,
+    gradcheck_case,
+    run_eager,
+    run_reference,
+    run_traced,
+)
 
 import nnef_torch.ops.torch_elementwise  # noqa: F401  (registers the ops)
-from ops.torch_harness import (OpCase, assert_close, case_ids, check_case, gradcheck_case, run_eager, run_reference,
-                               run_traced)
 
 rng = np.random.default_rng(0)
 

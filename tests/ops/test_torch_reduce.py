@@ -7,13 +7,14 @@ min reductions) also go through `torch.autograd.gradcheck` in float64.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
+from ops.torch_harness import OpCase, case_ids, check_case, gradcheck_case
 
 import nnef_torch.ops.torch_reduce  # noqa: F401  (registers the ops)
-from ops.torch_harness import OpCase, case_ids, check_case, gradcheck_case
 
 rng = np.random.default_rng(0)
 

@@ -8,18 +8,19 @@ borders; the RoI ops, which it cannot run at all) has a numpy function written h
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from itertools import product
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from ops.test_torch_tensor import khronos  # the one-op Session document with lowering (not in the harness yet)
+from ops.torch_harness import OpCase, case_ids, check_case, gradcheck_case
 
 import nnef_torch.ops.torch_sampling  # noqa: F401  (registers the ops)
 from nnef_torch.importer.tracer import OpTracer
 from nnef_torch.ops import registry
-from ops.test_torch_tensor import khronos  # the one-op Session document with lowering (not in the harness yet)
-from ops.torch_harness import OpCase, case_ids, check_case, gradcheck_case
 
 rng = np.random.default_rng(0)
 

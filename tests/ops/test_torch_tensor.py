@@ -8,19 +8,20 @@ copy_n) nor a graph without inputs (constant) into its one-op document, so `docu
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from ops.torch_harness import OpCase, assert_close, case_ids, check_case, gradcheck_case
 
 import nnef_torch
 import nnef_torch.ops.torch_tensor  # noqa: F401  (registers the ops)
 from nnef_torch.format.printer import print_literal
 from nnef_torch.importer.tracer import OpTracer
 from nnef_torch.ops import registry
-from ops.torch_harness import OpCase, assert_close, case_ids, check_case, gradcheck_case
 
 rng = np.random.default_rng(0)
 _KIND = {"f": "scalar", "i": "integer", "u": "integer", "b": "logical"}

@@ -8,17 +8,20 @@ literals), its attributes as the IR holds them (lists, tuples, str, numbers), an
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
 from nnef_torch.format.printer import print_literal
-from nnef_torch.ops import registry
-from nnef_torch.ops import shapes  # noqa: F401  (registers the shape rules)
+from nnef_torch.ops import (
+    registry,
+    shapes,  # noqa: F401  (registers the shape rules)
+)
 
 _KIND = {"f": "scalar", "i": "integer", "u": "integer", "b": "logical"}
 

@@ -5,6 +5,7 @@ compounds). Slow and plain on purpose: small shapes only. Nothing here calls tor
 from __future__ import annotations
 
 import itertools
+
 import numpy as np
 
 _NUMPY_MODES = {"replicate": "edge", "reflect": "reflect", "reflect-even": "symmetric"}

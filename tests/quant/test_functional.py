@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from exporter.consumers import run_khronos
 
 import nnef_torch.quant  # noqa: F401  (registers torch.ops.nnef_torch.fake_quantize)
-from exporter.consumers import run_khronos
 
 fake_quantize = torch.ops.nnef_torch.fake_quantize
 

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from nnef_torch.quant.observers import (MinMaxObserver, MovingAverageObserver, PercentileObserver,
-                                        make_observer)
+from nnef_torch.quant.observers import MinMaxObserver, MovingAverageObserver, PercentileObserver, make_observer
 
 
 def batches(seed: int = 0) -> list[torch.Tensor]:

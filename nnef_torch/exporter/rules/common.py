@@ -1,7 +1,8 @@
 """What export rules share: torch's right-aligned broadcasting written as NNEF's left-aligned one, axes, padding."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from nnef_torch.exporter.emitter import Emitter, Unmappable
 from nnef_torch.ir.graph import Ref
@@ -44,7 +45,7 @@ def binary(e: Emitter, name: str, x: Any, y: Any) -> Any:
     return e.op(name, x, y)
 
 
-def unary(name: str):
+def unary(name: str) -> Callable[[Emitter, Any], Any]:
     def rule(e: Emitter, x: Any) -> Any:
         return e.op(name, x)
     rule.__name__ = name

@@ -3,7 +3,8 @@ accelerators pattern-match."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from nnef_torch.exporter.emitter import FLOAT_MAX
 from nnef_torch.exporter.rules.common import Emitter, Unmappable, align, axis, is_ref, pairs

@@ -82,6 +82,12 @@ def split(e: Emitter, x: Any, sizes: Any, dim: int = 0) -> Any:
     return e.op("split", x, axis=a, ratios=[int(s) for s in sizes])
 
 
+@export_rule("split", "aten.chunk.default")
+def chunk(e: Emitter, x: Any, chunks: int, dim: int = 0) -> Any:
+    """torch.chunk: pieces of ceil(extent / chunks) items, the last one shorter (and maybe fewer than `chunks`)."""
+    return split(e, x, -(-e.shape(x)[axis(dim, e.rank(x))] // chunks), dim)
+
+
 @export_rule("unstack", "aten.unbind.int")
 def unbind(e: Emitter, x: Any, dim: int = 0) -> Any:
     return e.op("unstack", x, axis=axis(dim, e.rank(x)))
@@ -278,7 +284,7 @@ def arange(e: Emitter, *args: Any, **kwargs: Any) -> Any:
     return e.constant(values, f"constants/{e.node.name}")
 
 
-@export_rule("cast", "aten._to_copy.default", "aten.to.dtype", "aten._to_dtype.default", "aten.type_as.default")
+@export_rule("cast", "aten._to_copy.default", "aten.to.dtype", "aten.type_as.default")
 def to_copy(e: Emitter, x: Any, *args: Any, **kwargs: Any) -> Any:
     target = nnef_type(e.out.dtype)
     if target == e.dtype(x):
