@@ -122,6 +122,7 @@ def execute(args: argparse.Namespace) -> int:
 
     dtype = getattr(torch, args.dtype) if args.dtype else None
     check_device(args.device)
+    reference = load_arrays(args.reference) if args.reference else None  # a bad reference fails before any work
     module = nnef_torch.load(args.model, device=args.device, dtype=dtype, input_shapes=input_shapes(args.input_shape))
     graph = module.nnef_graph
     externals = graph.signature.externals
@@ -146,9 +147,9 @@ def execute(args: argparse.Namespace) -> int:
     if args.output:
         save_arrays(args.output, outputs)
         print(f"outputs written to {args.output}")
-    if args.reference:
+    if reference is not None:
         print(f"compared with {args.reference} (atol {args.atol:g}, rtol {args.rtol:g}):")
-        failed = compare(outputs, load_arrays(args.reference), args.reference, args.atol, args.rtol)
+        failed = compare(outputs, reference, args.reference, args.atol, args.rtol)
         if failed:
             raise CLIError(f"{len(failed)} of {len(outputs)} output(s) differ from the reference beyond atol "
                            f"{args.atol:g} + rtol {args.rtol:g} * |reference|: {', '.join(failed)}")

@@ -103,3 +103,11 @@ def test_missing_inputs_exit_1(tmp_path, capsys):
     np.save(tmp_path / "one.npy", np.zeros([4, 16], np.float32))
     status, _, err = cli(capsys, "run", CONFORMANCE / "add_2d", "--input", f"input1={tmp_path / 'one.npy'}")
     assert status == 1 and "no value for input(s) ['input2']" in err
+
+
+def test_missing_reference_fails_before_running(tmp_path, capsys):
+    require_conformance()
+    status, out, err = cli(capsys, "run", CONFORMANCE / "add_2d", "--reference", tmp_path / "nope.npz",
+                           "-o", tmp_path / "out.npz")
+    assert status == 1 and "nope.npz" in err and "error" in err
+    assert "ran graph" not in out and not (tmp_path / "out.npz").exists()
