@@ -44,6 +44,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path[:0] = [HERE, REPO]  # export_models, and the nnef_torch of this checkout (installed or not)
 
+from report import version  # noqa: E402  (bench/ is on sys.path from here)
+
 TOOLS = ("ours", "t2n", "onnx+nt")
 TARGET_T2N = 3.0
 ONNX_OPSET = 14
@@ -248,14 +250,6 @@ def print_summary(table: dict[str, dict[str, Result]]) -> None:
               f"{verdict} the >= {TARGET_T2N:.0f}x target on every model")
 
 
-def _version(package: str) -> str:
-    from importlib import metadata
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
 def main() -> None:
     import export_models
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -276,9 +270,9 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     logging.getLogger("torch_to_nnef").setLevel(logging.ERROR)
     print(f"export benchmark, {datetime.datetime.now().isoformat(timespec='seconds')}")
-    print(f"torch {torch.__version__} ({torch.get_num_threads()} threads), nnef_torch {_version('nnef-torch')}, "
-          f"torch_to_nnef {_version('torch_to_nnef')}, nnef_tools {_version('nnef_tools')}, onnx {_version('onnx')}, "
-          f"nnef {_version('nnef')}, Python {sys.version.split()[0]}, {os.cpu_count()} cores, "
+    print(f"torch {torch.__version__} ({torch.get_num_threads()} threads), nnef_torch {version('nnef-torch')}, "
+          f"torch_to_nnef {version('torch_to_nnef')}, nnef_tools {version('nnef_tools')}, onnx {version('onnx')}, "
+          f"nnef {version('nnef')}, Python {sys.version.split()[0]}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.2f}")
     print("NOTE: wall-clock timings on a shared machine are noisy (other processes, page cache, disk flushes: ours "
           "fsyncs every file, the others do not); compare ratios, rerun with --repeat 3 before trusting a number.")

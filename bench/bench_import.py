@@ -44,6 +44,7 @@ REPO = os.path.dirname(HERE)
 sys.path[:0] = [HERE, REPO]  # import_models, and the nnef_torch of this checkout (installed or not)
 
 from memory import reset_peak, rss_status  # noqa: E402  (bench/ is on sys.path from here)
+from report import busy_warning, load_average, version  # noqa: E402
 
 TARGETS = {"forward": 1.05, "train": 1.05, "load": 1.5, "peak": 1.3}
 MINIMA: dict[str, float] = {}  # the fastest sample of the last `interleaved` call, by name
@@ -505,27 +506,9 @@ def print_report(all_rows: list[Row], loads: dict[str, dict], checks: dict[str, 
         print(text)
 
 
-def _version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "not installed"
-
-
-def _loadavg() -> str:
-    try:
-        return " ".join(f"{value:.2f}" for value in os.getloadavg())
-    except OSError:
-        return "?"
-
-
 def _busy_warning() -> str:
-    try:
-        busy = os.getloadavg()[0] > 0.5 * (os.cpu_count() or 1)
-    except OSError:
-        return ""
-    return " -- WARNING: other processes are using the CPU; timings are noisy" if busy else ""
+    warning = busy_warning()
+    return f" -- {warning}" if warning else ""
 
 
 def main() -> None:
@@ -555,9 +538,9 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown models {sorted(unknown)}; choose from {', '.join(MODELS)}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, Python {sys.version.split()[0]}, "
-          f"nnef_tools {_version('nnef_tools')}, nnef {_version('nnef')}, quick={args.quick}")
+          f"nnef_tools {version('nnef_tools')}, nnef {version('nnef')}, quick={args.quick}")
     started = time.perf_counter()
-    print(f"load average at start: {_loadavg()} on {os.cpu_count()} cores" + _busy_warning())
+    print(f"load average at start: {load_average()} on {os.cpu_count()} cores" + _busy_warning())
     with tempfile.TemporaryDirectory(prefix="nnef_bench_") as tmp:
         workdir = args.workdir or tmp
         os.makedirs(workdir, exist_ok=True)
@@ -575,7 +558,7 @@ def main() -> None:
             if extra:
                 loads[name], checks[name] = extra["load"], extra["check"]
         print_report(all_rows, loads, checks, args.threads)
-    print(f"\ntotal {time.perf_counter() - started:.0f} s; load average at end: {_loadavg()}" + _busy_warning())
+    print(f"\ntotal {time.perf_counter() - started:.0f} s; load average at end: {load_average()}" + _busy_warning())
 
 
 if __name__ == "__main__":
