@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nnef_torch.errors import Location, NNEFError, NNEFQuantizationError, NNEFTensorFileError
+from nnef_torch.errors import NNEFError, NNEFQuantizationError
 from nnef_torch.format import container, tensor_file
 from nnef_torch.format.parser import parse_document
 from nnef_torch.format.quant_file import QuantSpec, read_quantization
@@ -76,13 +76,12 @@ def read_model(path: str | os.PathLike, *, load_tensors: bool = True, atomic: At
 
 
 def read_variable(files: container.ModelFiles, variable: Variable) -> TensorData:
-    """Decode the .dat of `variable`, checking its shape and item kind against the graph's declaration."""
+    """Decode the .dat of `variable`, checking its shape and item kind against the graph's declaration before its
+    data is read."""
     where = files.tensor_path(variable.label)
-    data = tensor_file.decode(files.tensor_bytes(variable.label), file=where, expected_shape=variable.shape)
-    if data.header.kind not in _KINDS.get(variable.dtype, ()):
-        raise NNEFTensorFileError(f"variable '{variable.name}' is declared {variable.dtype} but its file holds "
-                                  f"{data.header.kind} items", Location(where, offset=48))
-    return data
+    check = tensor_file.header_check(file=where, expected_shape=variable.shape, kinds=_KINDS.get(variable.dtype, ()),
+                                     declared=f"variable '{variable.name}' is declared {variable.dtype}")
+    return tensor_file.decode(files.tensor_bytes(variable.label, check), file=where)
 
 
 def member_path(source: str, name: str) -> str:

@@ -13,7 +13,8 @@ def read_tensor(source: str | os.PathLike | bytes | bytearray | memoryview) -> n
     """Decode a .dat file (a path, or its bytes); quantized data comes back dequantized."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return tensor_file.decode(source).array
-    return tensor_file.decode(container.read_file(source), file=os.fspath(source)).array
+    file = os.fspath(source)
+    return tensor_file.decode(container.read_file(source, check=tensor_file.header_check(file=file)), file=file).array
 
 
 def write_tensor(path: str | os.PathLike, array: Any, *, quantization: dict[str, Any] | None = None,

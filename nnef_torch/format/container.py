@@ -22,33 +22,19 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from nnef_torch.errors import Location, NNEFContainerError
+from nnef_torch.format.labels import label_to_relpath
 
 DEFAULT_MAX_BYTES = 16 << 30  # total unpacked size of an archive
 DEFAULT_MAX_MEMBERS = 100_000  # member count of an archive
+HEAD_SIZE = 4096  # the first bytes of a tensor file, handed to a check before the rest is read
+# check(head, size): refuses a file from its first HEAD_SIZE bytes (fewer if it is shorter) and its size
+Check = Callable[[bytes, int], None]
 GRAPH_FILE = "graph.nnef"
 QUANT_FILE = "graph.quant"
 _ARCHIVE_SUFFIXES = (".tar", ".tgz", ".tar.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
-_LABEL_CHARS = re.compile(r"[A-Za-z0-9_\-./\\]*")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _ARCHIVE_ERRORS = (tarfile.TarError, EOFError, zlib.error, OSError)
-
-
-def label_to_relpath(label: str) -> str:
-    """The relative path ('/'-separated) of a variable's tensor file: 'conv1/filter' -> 'conv1/filter.dat'.
-
-    Raises NNEFContainerError for labels that are empty, absolute, carry a drive letter, contain characters
-    outside [a-zA-Z0-9_-./\\], or have empty, '.' or '..' parts. A backslash separates parts like '/'.
-    """
-    parts = label.replace("\\", "/").split("/") if isinstance(label, str) else [""]
-    problem = ("is not a string" if not isinstance(label, str) else "is empty" if not label
-               else "starts with a drive letter" if _DRIVE.match(label)
-               else "has characters outside a-z A-Z 0-9 _ - . / \\" if not _LABEL_CHARS.fullmatch(label)
-               else "is an absolute path" if parts[0] == ""
-               else "has an empty, '.' or '..' part" if {"", ".", ".."} & set(parts) else None)
-    if problem:
-        raise NNEFContainerError(f"tensor label {label!r} {problem}", Location(file=str(label)))
-    return "/".join(parts) + ".dat"
 
 
 def _decode(data: bytes, where: str) -> str:
@@ -92,7 +78,7 @@ class _FolderStore:
     def display(self, rel: str) -> str:
         return os.path.join(self.folder, *rel.split("/"))
 
-    def read(self, rel: str, label: str) -> bytearray:
+    def read(self, rel: str, label: str, check: Check | None = None) -> bytearray:
         real = os.path.realpath(os.path.join(self.root, *rel.split("/")))
         where = Location(file=self.display(rel))
         if os.path.commonpath([real, self.root]) != self.root:
@@ -103,8 +89,8 @@ class _FolderStore:
                 raise NNEFContainerError(f"tensor file of label {label!r} is not a regular file", where)
             with open(real, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
-                data = bytearray(size)  # writable, so decoded arrays can become tensor storage without a copy
-                if f.readinto(data) != size or f.read(1):
+                data = _read_checked(f, size, check)  # writable: decoded arrays become tensor storage, no copy
+                if len(data) != size or f.read(1):
                     raise NNEFContainerError(f"tensor file of label {label!r} changed size while being read", where)
                 return data
         except OSError as e:
@@ -112,6 +98,20 @@ class _FolderStore:
 
     def close(self) -> None:
         pass
+
+
+def _read_checked(stream: io.BufferedIOBase | _Bounded, size: int, check: Check | None) -> bytearray:
+    """`size` bytes of `stream` (fewer where it ends early). Its first HEAD_SIZE bytes are handed to `check`, with
+    `size`, before anything more is allocated or read."""
+    head = stream.read(min(size, HEAD_SIZE))
+    if len(head) < min(size, HEAD_SIZE):
+        return bytearray(head)
+    if check is not None:
+        check(head, size)
+    data = bytearray(size)
+    data[:len(head)] = head
+    got = len(head) + (stream.readinto(memoryview(data)[len(head):]) or 0) if size > len(head) else len(head)
+    return data if got == size else data[:got]
 
 
 class _TooLarge(tarfile.TarError):
@@ -137,9 +137,16 @@ class _Bounded:
     def read(self, n: int | None = -1) -> bytes:
         pos = self.stream.tell()
         n = self.limit - pos if n is None or n < 0 else n
+        self._allow(pos, n)
+        return self.stream.read(n)
+
+    def readinto(self, buffer: memoryview) -> int:
+        self._allow(self.stream.tell(), buffer.nbytes)
+        return self.stream.readinto(buffer)
+
+    def _allow(self, pos: int, n: int) -> None:
         if n > self.max_read or pos + n > self.limit:
             raise _TooLarge(f"refusing to read {n} bytes at byte {pos} (over the size limits)")
-        return self.stream.read(n)
 
 
 class _TarStore:
@@ -237,17 +244,18 @@ class _TarStore:
         info = self.files.get(self.prefix + rel)
         return f"{self.path}:{info.name if info is not None else self.prefix + rel}"
 
-    def read(self, rel: str, label: str) -> bytes:
-        return self._read(self.files[self.prefix + rel])
+    def read(self, rel: str, label: str, check: Check | None = None) -> bytearray:
+        return self._read(self.files[self.prefix + rel], check)
 
-    def _read(self, info: tarfile.TarInfo) -> bytes:
-        # Read the member's data in place (what tarfile.extractfile does for a regular member, minus a copy).
+    def _read(self, info: tarfile.TarInfo, check: Check | None = None) -> bytearray:
+        """A member's data, read in place (what tarfile.extractfile does for a regular member, minus a copy); with a
+        `check`, its first bytes are checked against the member's size before the rest is inflated."""
         with self._lock:
             if self._raw.closed:
                 raise ValueError(f"model container {self.path} is closed")
             try:
                 self._stream.seek(info.offset_data)
-                data = self._stream.read(info.size)
+                data = _read_checked(self._stream, info.size, check)
             except _ARCHIVE_ERRORS as e:
                 raise self._fail(f"cannot read archive member {info.name!r}: {e}", info.name) from None
         if len(data) != info.size:
@@ -282,14 +290,15 @@ class ModelFiles:
         """The file name used for `label` in messages, e.g. 'model.tgz:conv1/filter.dat'."""
         return self._store.display(self._store.resolve(label) or label_to_relpath(label))
 
-    def tensor_bytes(self, label: str) -> bytes | bytearray:
-        """The bytes of the tensor file of `label`; NNEFContainerError if it is missing or unreadable."""
+    def tensor_bytes(self, label: str, check: Check | None = None) -> bytearray:
+        """The bytes of the tensor file of `label`; NNEFContainerError if it is missing or unreadable. With a
+        `check`, nothing past the file's first bytes is read (or inflated) unless they and its size pass it."""
         rel = self._store.resolve(label)
         if rel is None:
             expected = self._store.display(label_to_relpath(label))
             raise NNEFContainerError(f"no tensor file for variable label {label!r}: expected {expected}",
                                      Location(file=expected))
-        return self._store.read(rel, label)
+        return self._store.read(rel, label, check)
 
     def close(self) -> None:
         self._store.close()
@@ -519,15 +528,21 @@ def _swap_in(tmp: str, target: str, parent: str, name: str) -> None:
     _remove(old)
 
 
-def read_file(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-    """The bytes of one file (a lone .dat), refusing files larger than `max_bytes`."""
+def read_file(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
+              check: Check | None = None) -> bytearray:
+    """The bytes of one file (a lone .dat), refusing files larger than `max_bytes` or refused by `check` (run on
+    the first bytes and the size before the rest is read)."""
     target = os.fspath(path)
     try:
-        size = os.path.getsize(target)
-        if size > max_bytes:
-            raise NNEFContainerError(f"file of {size} bytes exceeds the limit of {max_bytes}", Location(file=target))
         with open(target, "rb") as handle:
-            return handle.read()
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise NNEFContainerError(f"file of {size} bytes exceeds the limit of {max_bytes}",
+                                         Location(file=target))
+            data = _read_checked(handle, size, check)
+            if len(data) != size:
+                raise NNEFContainerError("file changed size while being read", Location(file=target))
+            return data
     except OSError as error:
         raise NNEFContainerError(f"cannot read file: {error.strerror or error}", Location(file=target)) from None
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from nnef_torch.errors import Location, NNEFSyntaxError
@@ -16,12 +17,14 @@ TYPE_NAMES = ("integer", "scalar", "logical", "string")
 PUNCTUATION = ("->", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "^", "<", ">", "!",
                "(", ")", "[", "]", "{", "}", ":", "=", ",", ";", "?")
 
-# One pass over the text: each alternative is a token kind; the last one catches anything unexpected.
+# One pass over the text: each alternative is a token kind; the last one catches anything unexpected. Strings are
+# written as runs of plain characters between escapes: a repeated alternation would keep matching state per
+# character (300 bytes each, 4.7 GB for a 16 MB string).
 _TOKEN = re.compile(r"""
     (?P<space>[ \t\v\f\r]+|\n|\#[^\n\f]*)
   | (?P<number>[0-9]+(?P<fraction>\.[0-9]*)?(?P<exponent>[eE][+-]?[0-9]+)?)
   | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<string>'(?:[^'\\\n\f]|\\[^\n\f])*'|"(?:[^"\\\n\f]|\\[^\n\f])*")
+  | (?P<string>'[^'\\\n\f]*(?:\\[^\n\f][^'\\\n\f]*)*'|"[^"\\\n\f]*(?:\\[^\n\f][^"\\\n\f]*)*")
   | (?P<punct>{punct})
   | (?P<other>.)
 """.format(punct="|".join(re.escape(p) for p in PUNCTUATION)), re.VERBOSE | re.DOTALL)
@@ -44,8 +47,12 @@ class Token(NamedTuple):
 
 def tokenize(text: str, file: str | None = None) -> list[Token]:
     """Split `text` into tokens; the list always ends with an 'eof' token."""
-    tokens: list[Token] = []
-    append = tokens.append
+    return list(iter_tokens(text, file))
+
+
+def iter_tokens(text: str, file: str | None = None) -> Iterator[Token]:
+    """The tokens of `text` one at a time, ending with an 'eof' token; a lexical error is raised when the bad
+    token is reached, so a parser holds only the few tokens it looks at, whatever the length of the text."""
     line, line_start = 1, 0
 
     def error(message: str, at: int) -> NNEFSyntaxError:
@@ -63,42 +70,54 @@ def tokenize(text: str, file: str | None = None) -> list[Token]:
         end = column + len(literal)
         if kind == "word":
             if literal in ("true", "false"):
-                append(Token("logical", literal, literal == "true", line, column, end))
+                yield Token("logical", literal, literal == "true", line, column, end)
             else:
-                append(Token("keyword" if literal in KEYWORDS else "identifier", literal, literal, line, column, end))
+                yield Token("keyword" if literal in KEYWORDS else "identifier", literal, literal, line, column, end)
         elif kind == "punct":
-            append(Token("punct", literal, literal, line, column, end))
+            yield Token("punct", literal, literal, line, column, end)
         elif kind == "number":
             suffix = _WORD.match(text, match.end()).group()
             if suffix:  # `1.5e`, `2x`: a letter or digit of another script may not follow a number
                 raise error(f"malformed numeric literal '{_shorten(literal + suffix)}'", pos)
             if match.group("fraction") is None and match.group("exponent") is None:
-                # compare lengths first: int() refuses strings of more than 4300 digits
-                too_long = len(literal.lstrip("0")) > len(str(MAX_INTEGER))
-                if too_long or int(literal) > MAX_INTEGER:
+                value = parse_integer(literal)
+                if value is None:
                     raise error(f"numeric literal '{_shorten(literal)}' is out of range (integers are at most "
                                 f"{MAX_INTEGER})", pos)
-                append(Token("integer", literal, int(literal), line, column, end))
+                yield Token("integer", literal, value, line, column, end)
             else:
                 value = float(literal)
                 if not math.isfinite(value):
                     raise error(f"numeric literal '{_shorten(literal)}' is out of range", pos)
-                append(Token("scalar", literal, value, line, column, end))
+                yield Token("scalar", literal, value, line, column, end)
         elif kind == "string":
-            value = _ESCAPE.sub(r"\1", literal[1:-1])
-            bad = next((ch for ch in value if not (ch.isascii() and ch.isprintable()) and ch != "\t"), None)
+            value = _ESCAPE.sub(r"\1", literal[1:-1]) if "\\" in literal else literal[1:-1]
+            bad = None if value.isascii() and value.isprintable() else next(
+                (ch for ch in value if not (ch.isascii() and ch.isprintable()) and ch != "\t"), None)
             if bad is not None:
                 raise error(f"string literals hold printable ASCII only, found '\\x{ord(bad):02x}'",
                             pos + literal.index(bad))
-            append(Token("string", value, value, line, column, end))
+            yield Token("string", value, value, line, column, end)
         elif literal in "'\"":
             raise error("unterminated string literal", pos)
         else:
             shown = literal if literal.isprintable() else f"\\x{ord(literal):02x}"
             raise error(f"unexpected character '{shown}'", pos)
     column = len(text) - line_start + 1
-    append(Token("eof", "", None, line, column, column))
-    return tokens
+    yield Token("eof", "", None, line, column, column)
+
+
+_MAX_DIGITS = len(str(MAX_INTEGER))
+
+
+def parse_integer(digits: str) -> int | None:
+    """The value of a string of decimal digits, or None past MAX_INTEGER. Leading zeros are dropped before
+    converting, since `int()` refuses more than 4300 digits however many of them are zeros."""
+    significant = digits.lstrip("0") or "0"
+    if len(significant) > _MAX_DIGITS:
+        return None
+    value = int(significant)
+    return value if value <= MAX_INTEGER else None
 
 
 def _shorten(literal: str) -> str:

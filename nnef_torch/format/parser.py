@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from nnef_torch.errors import Location, NNEFSyntaxError
 from nnef_torch.format import ast
-from nnef_torch.format.lexer import TYPE_NAMES, Token, tokenize
+from nnef_torch.format.lexer import TYPE_NAMES, Token, iter_tokens
 from nnef_torch.gc_pause import gc_paused
 
 BUILTINS = ("shape_of", "length_of", "range_of") + TYPE_NAMES
@@ -73,10 +73,14 @@ def parse_quantization(text: str, file: str | None = None) -> tuple[ast.QuantEnt
 
 
 class _Parser:
+    """Recursive descent over a stream of tokens: it holds the current token, at most four more ahead and the one
+    before, so memory does not grow with the length of a line or of the text."""
+
     def __init__(self, text: str, file: str | None):
         self.text, self.file = text, file
-        self.tokens = tokenize(text, file)
-        self.pos = 0
+        self._stream = iter_tokens(text, file)
+        self._ahead = [next(self._stream)]  # the current token, then any already read ahead
+        self.previous: Token | None = None  # the token before the current one
         self.depth = 0  # nesting of recursive rules, see MAX_NESTING
 
     def run(self, rule: Callable[[], _R]) -> _R:
@@ -102,10 +106,23 @@ class _Parser:
     # -- token helpers --
     @property
     def tok(self) -> Token:
-        return self.tokens[self.pos]
+        return self._ahead[0]
 
     def peek(self, ahead: int = 1) -> Token:
-        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+        """The token `ahead` places after the current one (the 'eof' token past the end)."""
+        tokens = self._ahead
+        while len(tokens) <= ahead and tokens[-1].kind != "eof":
+            tokens.append(next(self._stream))
+        return tokens[min(ahead, len(tokens) - 1)]
+
+    def advance(self) -> None:
+        """Move to the next token (staying on 'eof' at the end)."""
+        tokens = self._ahead
+        if len(tokens) == 1:
+            if tokens[0].kind == "eof":
+                return
+            tokens.append(next(self._stream))
+        self.previous = tokens.pop(0)
 
     def loc(self, token: Token | None = None) -> Location:
         token = token or self.tok
@@ -114,7 +131,8 @@ class _Parser:
     def error(self, message: str, token: Token | None = None) -> NNEFSyntaxError:
         """A syntax error at `token` (the current one by default); at the end of input, just after the last token."""
         token = token or self.tok
-        loc = self.after(self.tokens[-2]) if token.kind == "eof" and len(self.tokens) > 1 else self.loc(token)
+        at_end = token.kind == "eof" and self.previous is not None  # the parser only meets 'eof' at the end
+        loc = self.after(self.previous) if at_end else self.loc(token)
         return NNEFSyntaxError(message, loc).with_source(self.text, self.file)
 
     def after(self, token: Token) -> Location:
@@ -126,7 +144,7 @@ class _Parser:
 
     def accept(self, text: str) -> bool:
         if self.at(text):
-            self.pos += 1
+            self.advance()
             return True
         return False
 
@@ -139,12 +157,12 @@ class _Parser:
             ok = token.kind in ("punct", "keyword") and token.text == what
         if not ok:
             message = f"expected {_describe_expected(what)}, found {_describe(token)}"
-            previous = self.tokens[self.pos - 1] if self.pos > 0 else None
+            previous = self.previous
             if what in _TERMINATORS and previous is not None and token.line > previous.line:
                 # `a = f(x)` then a new line: the ';' is missing at the end of the line, not before the next one
                 raise NNEFSyntaxError(message, self.after(previous)).with_source(self.text, self.file)
             raise self.error(message)
-        self.pos += 1
+        self.advance()
         return token
 
     # -- document --
@@ -156,7 +174,7 @@ class _Parser:
             number = self.tok
             if number.kind != "scalar" or "e" in number.text.lower() or number.text.endswith("."):
                 raise self.error(f"expected a version number such as 1.0, found {_describe(number)}")
-            self.pos += 1
+            self.advance()
             version, version_loc = number.text, self.loc(number)
             self.expect(";")
         extensions: list[str] = []
@@ -235,7 +253,7 @@ class _Parser:
             if token.kind != "identifier":
                 raise self.error(f"expected an identifier, array or tuple on the left-hand side, found "
                                  f"{_describe(token)}")
-            self.pos += 1
+            self.advance()
             expr = ast.Identifier(token.text, self.loc(token))
         if top and self.at(","):
             items = [expr]
@@ -284,7 +302,7 @@ class _Parser:
     def type_name(self, allow_generic: bool = True) -> ast.PrimitiveType:
         token = self.tok
         if token.kind == "keyword" and token.text in TYPE_NAMES or allow_generic and token.is_("punct", "?"):
-            self.pos += 1
+            self.advance()
             return ast.PrimitiveType(token.text)
         raise self.error(f"expected a type name (integer, scalar, logical, string{', ?' if allow_generic else ''}), "
                          f"found {_describe(token)}")
@@ -310,7 +328,8 @@ class _Parser:
         else:
             type_ = self.type_name()
         while self.at("[") and self.peek().is_("punct", "]"):
-            self.pos += 2
+            self.advance()
+            self.advance()
             type_ = ast.ArrayType(type_)
         return type_
 
@@ -337,7 +356,7 @@ class _Parser:
         negative = self.accept("-")
         token = self.tok
         if token.kind in ("integer", "scalar") or not negative and token.kind in ("string", "logical"):
-            self.pos += 1
+            self.advance()
             value = -token.value if negative else token.value
             return ast.Literal(value, token.kind, self.loc(start))
         raise self.error(f"expected a literal default value, found {_describe(token)}")
@@ -373,14 +392,14 @@ class _Parser:
             level = _BINARY_PRECEDENCE.get(token.text) if token.kind in ("punct", "keyword") else None
             if level is None or level < min_level:
                 return left
-            self.pos += 1
+            self.advance()
             right = self.binary(level + 1)
             left = ast.BinaryExpr(token.text, left, right, self.loc(token))
 
     def unary(self) -> ast.Expr:
         token = self.tok
         if token.kind == "punct" and token.text in ("-", "+", "!"):
-            self.pos += 1
+            self.advance()
             operand = self.nested(self.unary)
             return ast.UnaryExpr(token.text, operand, self.loc(token))
         return self.power()
@@ -396,7 +415,7 @@ class _Parser:
     def power_operand(self) -> ast.Expr:
         token = self.tok
         if token.kind == "punct" and token.text in ("-", "+", "!"):
-            self.pos += 1
+            self.advance()
             operand = self.nested(self.power_operand)
             return ast.UnaryExpr(token.text, operand, self.loc(token))
         return self.postfix()
@@ -418,15 +437,15 @@ class _Parser:
         token = self.tok
         loc = self.loc(token)
         if token.kind in ("integer", "scalar", "string", "logical"):
-            self.pos += 1
+            self.advance()
             return ast.Literal(token.value, token.kind, loc)
         if token.kind == "identifier":
             if self.peek().is_("punct", "(") or self._generic_call_ahead():
                 return self.invocation()
-            self.pos += 1
+            self.advance()
             return ast.Identifier(token.text, loc)
         if token.kind == "keyword" and token.text in BUILTINS:
-            self.pos += 1
+            self.advance()
             self.expect("(")
             arg = self.expression()
             self.expect(")")
@@ -440,14 +459,50 @@ class _Parser:
         if self.accept("["):
             if self.at("for"):
                 return self.comprehension(loc)
-            items = []
-            if not self.at("]"):
+            numbers = self.number_items()
+            if numbers is not None and self.accept("]"):
+                return ast.ArrayExpr(numbers, loc)
+            items = list(numbers or ())
+            if not items and not self.at("]"):
                 items.append(self.expression())
-                while self.accept(","):
-                    items.append(self.expression())
+            while self.accept(","):
+                items.append(self.expression())
             self.expect("]")
             return ast.ArrayExpr(tuple(items), loc)
         raise self.error(f"expected an expression, found {_describe(token)}")
+
+    def number_items(self) -> ast.NumberItems | None:
+        """The leading items of an array that are plain numbers of one kind (`1`, or `-1` with the minus right
+        before the number), each followed by ']' or by ',' and another such item; None if the first is not one.
+        Stops before the ',' or ']' that ends them, so that a general item may follow."""
+        if self.depth >= MAX_NESTING:  # items nest one level deeper: let the general rule refuse them
+            return None
+        found = self._number_ahead(0)
+        if found is None:
+            return None
+        numbers = ast.NumberItems(found[0].kind, self.file)
+        while True:
+            number, minus = found
+            numbers.append(number.value, minus is not None, number.line, (minus or number).column)
+            if minus is not None:
+                self.advance()
+            self.advance()
+            if not self.at(",") or (found := self._number_ahead(1)) is None or found[0].kind != numbers.kind:
+                return numbers
+            self.advance()
+
+    def _number_ahead(self, at: int) -> tuple[Token, Token | None] | None:
+        """(number, minus or None) when the tokens from `at` places ahead are one plain number item."""
+        token = self.peek(at)
+        minus = None
+        if token.kind == "punct" and token.text == "-":
+            minus, token = token, self.peek(at + 1)
+            if token.line != minus.line or token.column != minus.end:
+                return None
+        if token.kind not in ("integer", "scalar"):
+            return None
+        after = self.peek(at + (2 if minus is not None else 1))
+        return (token, minus) if after.kind == "punct" and after.text in (",", "]") else None
 
     def _generic_call_ahead(self) -> bool:
         type_token = self.peek(2)
@@ -468,7 +523,8 @@ class _Parser:
             while True:
                 arg_token = self.tok
                 if arg_token.kind == "identifier" and self.peek().is_("punct", "="):
-                    self.pos += 2
+                    self.advance()
+                    self.advance()
                     args.append(ast.Argument(arg_token.text, self.expression(), self.loc(arg_token)))
                     named = True
                 else:

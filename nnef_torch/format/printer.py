@@ -101,18 +101,8 @@ def print_expr(expr: ast.Expr, context: int = 0) -> str:
         return "(" + ", ".join(print_expr(item) for item in expr.items) + ")"
     if isinstance(expr, ast.UnaryExpr):
         return _wrap(expr.op + print_expr(expr.operand, _UNARY), _UNARY, context)
-    if isinstance(expr, ast.BinaryExpr):
-        if expr.op == "^":
-            # left-grouping: the right operand may be a unary expression but never another '^', not even under
-            # that unary operator (`a ^ -(b ^ c)`: without the parentheses it reads `(a ^ -b) ^ c`)
-            right = expr.right
-            right_text = (right.op + print_expr(right.operand, _POSTFIX) if isinstance(right, ast.UnaryExpr)
-                          else print_expr(right, _POSTFIX))
-            return _wrap(f"{print_expr(expr.left, _POSTFIX)} ^ {right_text}", _POWER, context)
-        level = _PRECEDENCE[expr.op]
-        left = print_expr(expr.left, _POSTFIX if isinstance(expr.left, ast.UnaryExpr) else level)
-        right = print_expr(expr.right, level + 1)
-        return _wrap(f"{left} {expr.op} {right}", level, context)
+    if isinstance(expr, (ast.BinaryExpr, ast.IndexExpr, ast.RangeExpr)):
+        return _print_chain(expr, context)
     if isinstance(expr, ast.IfElseExpr):
         text = f"{print_expr(expr.then, 1)} if {print_expr(expr.condition, 1)} else {print_expr(expr.otherwise)}"
         return _wrap(text, _IF_ELSE, context)
@@ -120,12 +110,6 @@ def print_expr(expr: ast.Expr, context: int = 0) -> str:
         iterators = ", ".join(f"{name} in {print_expr(array, 2)}" for name, array in expr.iterators)
         condition = f" if {print_expr(expr.condition, 1)}" if expr.condition is not None else ""
         return f"[for {iterators}{condition} yield {print_expr(expr.body)}]"
-    if isinstance(expr, ast.IndexExpr):
-        return f"{print_expr(expr.value, _POSTFIX)}[{print_expr(expr.index)}]"
-    if isinstance(expr, ast.RangeExpr):
-        start = print_expr(expr.start) if expr.start is not None else ""
-        end = print_expr(expr.end) if expr.end is not None else ""
-        return f"{print_expr(expr.value, _POSTFIX)}[{start}:{end}]"
     if isinstance(expr, ast.BuiltinExpr):
         return f"{expr.name}({print_expr(expr.arg)})"
     if isinstance(expr, ast.Invocation):
@@ -134,6 +118,48 @@ def print_expr(expr: ast.Expr, context: int = 0) -> str:
                          for arg in expr.args)
         return f"{expr.name}{generic}({args})"
     raise TypeError(f"not an NNEF expression: {expr!r}")
+
+
+def _print_chain(expr: ast.BinaryExpr | ast.IndexExpr | ast.RangeExpr, context: int) -> str:
+    """A left-deep chain of binary operators and subscripts (see `ast.unwind`), in a loop. A link that needs
+    parentheses encloses everything inside it, so all opening parentheses go first."""
+    inner, links = ast.unwind(expr)
+    contexts = [0] * len(links)  # what each link's position requires, from the outermost in
+    for i in range(len(links) - 1, -1, -1):
+        contexts[i] = context
+        context = _inner_context(links[i])
+    suffixes, opened = [], 0
+    for link, required in zip(links, contexts):
+        if type(link) is ast.IndexExpr:
+            suffixes.append(f"[{print_expr(link.index)}]")
+            continue
+        if type(link) is ast.RangeExpr:
+            start = print_expr(link.start) if link.start is not None else ""
+            end = print_expr(link.end) if link.end is not None else ""
+            suffixes.append(f"[{start}:{end}]")
+            continue
+        if link.op == "^":
+            # left-grouping: the right operand may be a unary expression but never another '^', not even under
+            # that unary operator (`a ^ -(b ^ c)`: without the parentheses it reads `(a ^ -b) ^ c`)
+            right = link.right
+            right_text = (right.op + print_expr(right.operand, _POSTFIX) if isinstance(right, ast.UnaryExpr)
+                          else print_expr(right, _POSTFIX))
+            text, precedence = f" ^ {right_text}", _POWER
+        else:
+            precedence = _PRECEDENCE[link.op]
+            text = f" {link.op} {print_expr(link.right, precedence + 1)}"
+        if precedence < required:
+            opened += 1
+            text += ")"
+        suffixes.append(text)
+    return "(" * opened + print_expr(inner, context) + "".join(suffixes)
+
+
+def _inner_context(link: ast.BinaryExpr | ast.IndexExpr | ast.RangeExpr) -> int:
+    """The precedence that the left operand (or subscripted value) of `link` must have."""
+    if type(link) is not ast.BinaryExpr or link.op == "^" or isinstance(link.left, ast.UnaryExpr):
+        return _POSTFIX
+    return _PRECEDENCE[link.op]
 
 
 def _wrap(text: str, precedence: int, context: int) -> str:

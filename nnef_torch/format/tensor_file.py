@@ -7,7 +7,8 @@ Both header families are read, told apart by the item code at byte 48 (never by 
 * seed spec (1.0.0) algorithm codes: 0x00 float, 0x01 integer (same meaning as item type 1), 0x10 linear and
   0x11 logarithmic quantization with float32 min/max parameters.
 
-Files of 2018-era writers have four extra bytes after the 128-byte header; they are recognised by their size.
+Files of 2018-era writers have four zero bytes after the 128-byte header. A file four bytes longer than its header
+says is read that way only when those bytes are zero; otherwise it is refused with both readings named.
 
 Bit order (the spec text is silent on it): items whose width is a multiple of 8 are little-endian byte groups;
 other widths form one continuous bit stream, each item most significant bit first, bytes filled from their most
@@ -27,6 +28,7 @@ from nnef_torch.errors import Location, NNEFTensorFileError
 
 HEADER_SIZE = 128
 LEGACY_PADDING = 4  # extra header bytes written by 2018-era tools
+HEAD_BYTES = HEADER_SIZE + LEGACY_PADDING  # what `parse_header` needs of a file to check it
 MAX_RANK = 8
 MAGIC = b"\x4e\xef"
 
@@ -85,7 +87,13 @@ class TensorData:
 def read_header(data: bytes | bytearray | memoryview, *, file: str | None = None) -> TensorHeader:
     """Parse and check the header of a whole tensor file held in `data`, including its size against the header."""
     view = _byte_view(data)
-    size = len(view)
+    return parse_header(view[:HEAD_BYTES], len(view), file=file)
+
+
+def parse_header(head: bytes | bytearray | memoryview, size: int, *, file: str | None = None) -> TensorHeader:
+    """Parse and check a header from the first `HEAD_BYTES` bytes of a file of `size` bytes, so that a file can
+    be refused before its body is read: the size must be exactly what the header implies."""
+    view = _byte_view(head)
 
     def fail(message: str, offset: int) -> NNEFTensorFileError:
         return NNEFTensorFileError(message, Location(file=file, offset=offset))
@@ -119,20 +127,46 @@ def read_header(data: bytes | bytearray | memoryview, *, file: str | None = None
     if data_length != expected_length:
         raise fail(f"data length is {data_length} bytes but shape {list(shape)} at {bits} bits per item needs "
                    f"{expected_length}", 4)
-    if size == HEADER_SIZE + data_length:
-        data_offset = HEADER_SIZE
-    elif size == HEADER_SIZE + LEGACY_PADDING + data_length:
-        data_offset = HEADER_SIZE + LEGACY_PADDING
-    elif size < HEADER_SIZE + data_length:
-        raise fail(f"tensor data truncated: {data_length} bytes expected from byte {HEADER_SIZE}, "
-                   f"the file ends at byte {size}", size)
-    else:
-        end = HEADER_SIZE + data_length
-        raise fail(f"{size - end} unexpected bytes after the tensor data (file size {size}, expected {end})", end)
-
+    data_offset = _data_offset(view, size, data_length, fail)
     layout = "seed" if code in (SEED_LINEAR, SEED_LOGARITHMIC) else "current"
     return TensorHeader((major, minor), data_length, shape, bits, code, params, layout, kind, signed,
                         quantization, data_offset)
+
+
+def _data_offset(head: memoryview, size: int, data_length: int,
+                 fail: Callable[[str, int], NNEFTensorFileError]) -> int:
+    """Where the data starts: right after the header, or after the 2018 padding when the file has four more bytes
+    and they are zero. Any other size is refused, naming what the header implies."""
+    end = HEADER_SIZE + data_length
+    if size == end:
+        return HEADER_SIZE
+    if size < end:
+        raise fail(f"tensor data truncated: {data_length} bytes expected from byte {HEADER_SIZE}, "
+                   f"the file ends at byte {size}", size)
+    if size == end + LEGACY_PADDING:
+        padding = bytes(head[HEADER_SIZE:HEAD_BYTES])
+        if padding == bytes(LEGACY_PADDING):
+            return HEADER_SIZE + LEGACY_PADDING
+        raise fail(f"file size {size} fits neither reading: as a current file, {LEGACY_PADDING} unexpected bytes "
+                   f"follow the tensor data (expected size {end}); as a 2018 file with a {HEAD_BYTES}-byte header, "
+                   f"the padding at bytes {HEADER_SIZE}-{HEAD_BYTES - 1} must be zero but is "
+                   f"{padding.hex(' ').upper()}", HEADER_SIZE)
+    raise fail(f"{size - end} unexpected bytes after the tensor data (file size {size}, expected {end})", end)
+
+
+def header_check(*, file: str | None = None, expected_shape: Sequence[int] | None = None,
+                 kinds: Sequence[str] | None = None, declared: str = "") -> Callable[[bytes, int], None]:
+    """A check for a container to run on a tensor file's first bytes and its size before reading the rest (see
+    `container.Check`): the header, the size it implies, and optionally the shape and the item kinds allowed
+    (`declared` says by what, as "variable 'w' is declared scalar")."""
+    def check(head: bytes, size: int) -> None:
+        header = parse_header(head, size, file=file)
+        if expected_shape is not None:
+            _check_shape(header.shape, tuple(int(e) for e in expected_shape), file)
+        if kinds is not None and header.kind not in kinds:
+            raise NNEFTensorFileError(f"{declared or 'the tensor is declared with ' + ' or '.join(kinds) + ' items'} "
+                                      f"but its file holds {header.kind} items", Location(file=file, offset=48))
+    return check
 
 
 def decode(data: bytes | bytearray | memoryview, *, file: str | None = None,

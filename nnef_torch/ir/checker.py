@@ -163,7 +163,7 @@ class _BodyChecker:
         self.scope.update({param.name: param.type for param in fragment.params})
         assigned: set[str] = set()
         for assignment in fragment.body:
-            value_type = self.type_of(assignment.rhs, top=True)
+            value_type = self.statement_type(assignment)
             for name, loc, bound in self._bind(assignment.lhs, value_type, assignment.rhs):
                 if name in params:
                     raise semantic_error(f"parameter '{name}' of '{fragment.name}' cannot be assigned", loc)
@@ -182,14 +182,16 @@ class _BodyChecker:
 
     def check_graph(self, graph: ast.GraphDef) -> None:
         externals: set[str] = set()
+        params: set[str] = set()
         for i, name in enumerate(graph.params):
-            if name in graph.params[:i]:
+            if name in params:
                 raise semantic_error(f"graph parameter '{name}' is declared twice",
                                      _declared(graph.param_locs, i, graph))
+            params.add(name)
         for assignment in graph.body:
             if not self.operators:
                 self._check_flat(assignment)
-            value_type = self.type_of(assignment.rhs, top=True)
+            value_type = self.statement_type(assignment)
             rhs = assignment.rhs
             is_external = isinstance(rhs, ast.Invocation) and rhs.name == "external"
             for name, loc, bound in self._bind(assignment.lhs, value_type, rhs):
@@ -198,10 +200,10 @@ class _BodyChecker:
                 if not isinstance(bound, ast.TensorType):
                     raise type_error(f"identifiers in the graph body must be tensors; '{name}' has type {bound}", loc)
                 if is_external:
-                    if name not in graph.params:
+                    if name not in params:
                         raise semantic_error(f"'{name}' is defined by external but is not a graph parameter", loc)
                     externals.add(name)
-                elif name in graph.params:
+                elif name in params:
                     raise semantic_error(f"graph parameter '{name}' must be defined by external", loc)
                 self.scope[name] = bound
         for i, name in enumerate(graph.params):
@@ -211,6 +213,12 @@ class _BodyChecker:
         for i, name in enumerate(graph.results):
             if name not in self.scope:
                 raise semantic_error(f"graph result '{name}' is never assigned", _declared(graph.result_locs, i, graph))
+
+    def statement_type(self, assignment: ast.Assignment) -> T.AnyType:
+        try:
+            return self.type_of(assignment.rhs, top=True)
+        except RecursionError:  # values nested by many assignments (`b = [a]; c = [b]; ...`) or a deep caller
+            raise semantic_error("this statement nests too deeply for the Python stack", assignment.loc) from None
 
     def _check_flat(self, assignment: ast.Assignment) -> None:
         rhs = assignment.rhs
@@ -257,6 +265,8 @@ class _BodyChecker:
         return self.scope[expr.name]
 
     def _ArrayExpr(self, expr: ast.ArrayExpr) -> T.AnyType:
+        if type(expr.items) is ast.NumberItems:  # numbers of one kind, never empty
+            return ast.ArrayType(ast.PrimitiveType(expr.items.kind))
         return _array_type([self.type_of(item) for item in expr.items], expr.loc)
 
     def _TupleExpr(self, expr: ast.TupleExpr) -> T.AnyType:
@@ -271,8 +281,23 @@ class _BodyChecker:
             return operand
         raise type_error(f"unary '{expr.op}' cannot be applied to {operand}", expr.loc)
 
-    def _BinaryExpr(self, expr: ast.BinaryExpr) -> T.AnyType:
-        left, right = self.type_of(expr.left), self.type_of(expr.right)
+    def _BinaryExpr(self, expr: ast.BinaryExpr | ast.IndexExpr | ast.RangeExpr) -> T.AnyType:
+        """Binary operators and subscripts, a left-deep chain of them folded in a loop (see `ast.unwind`)."""
+        inner, links = ast.unwind(expr)
+        value = self.type_of(inner)
+        for link in links:
+            if type(link) is ast.BinaryExpr:
+                value = self._binary(link, value)
+            elif type(link) is ast.IndexExpr:
+                value = self._index(link, value)
+            else:
+                value = self._range(link, value)
+        return value
+
+    _IndexExpr = _RangeExpr = _BinaryExpr
+
+    def _binary(self, expr: ast.BinaryExpr, left: T.AnyType) -> T.AnyType:
+        right = self.type_of(expr.right)
         op = expr.op
         if op != "in" and (isinstance(left, ast.TensorType) or isinstance(right, ast.TensorType)):
             args = [(None, left, expr.left.loc), (None, right, expr.right.loc)]
@@ -293,7 +318,8 @@ class _BodyChecker:
         return common
 
     def _Comprehension(self, expr: ast.Comprehension) -> T.AnyType:
-        saved = dict(self.scope)
+        names = [name for name, _ in expr.iterators]
+        hidden = {name: self.scope[name] for name in names if name in self.scope}  # restored after, not copied
         try:
             for name, array in expr.iterators:
                 array_type = self.type_of(array)
@@ -308,10 +334,11 @@ class _BodyChecker:
                 raise type_error("the condition of a comprehension must be logical", expr.condition.loc)
             return ast.ArrayType(self.type_of(expr.body))
         finally:
-            self.scope = saved
+            for name in names:
+                self.scope.pop(name, None)
+            self.scope.update(hidden)
 
-    def _IndexExpr(self, expr: ast.IndexExpr) -> T.AnyType:
-        value = self.type_of(expr.value)
+    def _index(self, expr: ast.IndexExpr, value: T.AnyType) -> T.AnyType:
         if isinstance(value, ast.TupleType):
             index = expr.index
             if not (isinstance(index, ast.Literal) and index.kind == "integer"):
@@ -327,8 +354,7 @@ class _BodyChecker:
             return T.STRING
         raise type_error(f"cannot index a value of type {value}", expr.loc)
 
-    def _RangeExpr(self, expr: ast.RangeExpr) -> T.AnyType:
-        value = self.type_of(expr.value)
+    def _range(self, expr: ast.RangeExpr, value: T.AnyType) -> T.AnyType:
         for bound in (expr.start, expr.end):
             if bound is not None and self.type_of(bound) != T.INTEGER:
                 raise type_error("range bounds must be integers", bound.loc)
@@ -481,5 +507,5 @@ def _is_flat(expr: ast.Expr) -> bool:
     if isinstance(expr, ast.UnaryExpr):  # a negative number is a literal in the flat syntax
         return expr.op == "-" and isinstance(expr.operand, ast.Literal) and expr.operand.kind in ("integer", "scalar")
     if isinstance(expr, (ast.ArrayExpr, ast.TupleExpr)):
-        return all(_is_flat(item) for item in expr.items)
+        return type(expr.items) is ast.NumberItems or all(_is_flat(item) for item in expr.items)
     return False

@@ -11,12 +11,47 @@ from collections.abc import Sequence
 from typing import Any
 
 from nnef_torch.errors import Location, NNEFSemanticError
+from nnef_torch.format.lexer import MAX_INTEGER, parse_integer
 from nnef_torch.format.printer import print_literal
 
-MAX_INTEGER = 2 ** 63 - 1
-MAX_ARRAY_LENGTH = 1 << 24
+MAX_ARRAY_LENGTH = 1 << 22  # items of one computed array, or characters of one computed string
 _INTEGER_TEXT = re.compile(r"-?[0-9]+")
 _SCALAR_TEXT = re.compile(r"-?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
+
+
+class Budget:
+    """The work and memory that evaluating one document's compile-time expressions may take, generous for real
+    models: evaluation steps (an expression evaluated, a comprehension iteration) and items of the arrays and
+    strings it computes. `steps` and `items` count down; past zero, `exhausted` makes the located error."""
+
+    BASE_STEPS = 4_000_000  # a few seconds of work
+    STEPS_PER_STATEMENT = 1000  # each graph statement may expand fragments: about 50 invocations more
+    INVOCATION_STEPS = 20  # an invocation (binding, types, shapes, an operation) costs 20 expressions' work
+    BASE_ITEMS = 1 << 22  # plus one per character of the source, which bounds the arrays written in it
+
+    __slots__ = ("steps", "items", "total_steps", "total_items")
+
+    def __init__(self, statements: int, source_length: int):
+        self.steps = self.total_steps = self.BASE_STEPS + self.STEPS_PER_STATEMENT * statements
+        self.items = self.total_items = self.BASE_ITEMS + source_length
+
+    def charge(self, value: Any, loc: Location | None) -> Any:
+        """Count the items of a computed array or string; return it."""
+        if isinstance(value, (list, str)):
+            self.items -= len(value)
+            if self.items < 0:
+                raise self.exhausted(loc)
+        return value
+
+    def exhausted(self, loc: Location | None) -> NNEFSemanticError:
+        if self.steps < 0:
+            return _fail(f"compile-time evaluation takes more than {self.total_steps:,} steps (comprehensions or "
+                         "fragment expansion run too long)", loc)
+        return _fail(f"compile-time evaluation computes more than {self.total_items:,} array items", loc)
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _fail(message: str, loc: Location | None) -> NNEFSemanticError:
@@ -122,17 +157,21 @@ def builtin(name: str, value: Any, loc: Location | None) -> Any:
     if name == "length_of":
         return len(value)
     if name == "range_of":
+        _check_length(len(value), loc)
         return list(range(len(value)))
     if name == "integer":
         if isinstance(value, str):
             if not _INTEGER_TEXT.fullmatch(value):
-                raise _fail(f"'{value}' is not an integer literal", loc)
-            return _check_int(int(value), loc)
+                raise _fail(f"'{_shorten(value)}' is not an integer literal", loc)
+            magnitude = parse_integer(value.lstrip("-"))
+            if magnitude is None:
+                raise _fail("integer overflow in a constant expression", loc)
+            return -magnitude if value.startswith("-") else magnitude
         return _check_int(int(math.floor(value)), loc) if isinstance(value, float) else int(value)
     if name == "scalar":
         if isinstance(value, str):
             if not _SCALAR_TEXT.fullmatch(value) or not math.isfinite(float(value)):
-                raise _fail(f"'{value}' is not a scalar literal", loc)
+                raise _fail(f"'{_shorten(value)}' is not a scalar literal", loc)
             return float(value)
         return float(value)
     if name == "logical":

@@ -7,13 +7,13 @@ from the op table's shape rule, so an argument error points at the invocation th
 from __future__ import annotations
 
 import keyword
-import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nnef_torch.errors import Location, NNEFError, NNEFSemanticError, NNEFShapeError
 from nnef_torch.format import ast
+from nnef_torch.format.lexer import MAX_INTEGER
 from nnef_torch.gc_pause import gc_paused
 from nnef_torch.ir import evaluate
 from nnef_torch.ir import types as T
@@ -22,8 +22,9 @@ from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Tens
 from nnef_torch.ops import registry
 
 Atomic = Collection[str] | Callable[[str], bool] | None
-MAX_EXPANSION_DEPTH = 200
-_LABEL = re.compile(r"[A-Za-z0-9_\-./\\]+")
+MAX_EXPANSION_DEPTH = 100  # fragments expanded inside one another
+# Nested evaluation (each level takes at most three Python frames, so Python's stack limit is never reached first).
+MAX_EVALUATION_DEPTH = 200
 
 
 @dataclass(frozen=True)
@@ -53,12 +54,15 @@ class Lowerer:
         self.renames: dict[str, str] = {}
         self.reserved: set[str] = set()
         self.counter = 0
-        self.depth = 0
+        self.expanding: list[str] = []  # the fragments being expanded, outermost first
+        self.nesting = 0  # levels of `evaluate` under way
+        self.budget = evaluate.Budget(0, 0)
         self.site: Location | None = None  # the graph statement being lowered, for errors inside library code
 
     # -- graph --
-    def lower_graph(self, doc: ast.Document) -> Graph:
+    def lower_graph(self, doc: ast.Document, source_length: int = 0) -> Graph:
         graph = doc.graph
+        self.budget = evaluate.Budget(len(graph.body), source_length)
         self.reserved = {name for assignment in graph.body for name in _lhs_names(assignment.lhs)}
         unknown = set(self.input_shapes) - set(graph.params)
         if unknown:
@@ -67,7 +71,10 @@ class Lowerer:
         env: dict[str, Any] = {}
         for assignment in graph.body:
             self.site = assignment.loc
-            value = self.evaluate(assignment.rhs, env, None, hint=assignment.lhs)
+            try:
+                value = self.evaluate(assignment.rhs, env, None, hint=assignment.lhs)
+            except RecursionError:  # a backstop for callers deep in their own stack: the limits above come first
+                raise self._stack_exhausted(assignment) from None
             self.bind_graph(assignment.lhs, value, env, assignment.loc)
         return self.finish(doc, env)
 
@@ -119,6 +126,8 @@ class Lowerer:
             tensors[new] = Tensor(new, tensor.dtype, tensor.shape)
         externals, variables, updates = [], [], []
         labels: dict[str, Variable] = {}
+        variable_names: set[str] = set()
+        updated: set[str] = set()
         for op in operations:
             if op.name == "external":
                 out = op.outputs["output"].name
@@ -128,8 +137,9 @@ class Lowerer:
                                     tuple(op.attribs["shape"]))
                 _check_label(variable, labels, op.location)
                 variables.append(variable)
+                variable_names.add(variable.name)
             elif op.name == "update":
-                updates.append(self._update(op, variables, updates))
+                updates.append(self._update(op, variable_names, updated))
         order = {name: i for i, name in enumerate(doc.graph.params)}
         externals.sort(key=lambda external: order[external.name])
         outputs = tuple(final(env[name]).name for name in doc.graph.results)
@@ -138,72 +148,86 @@ class Lowerer:
         return Graph(doc.graph.name, doc.version, doc.extensions, tensors, operations, signature, custom)
 
     @staticmethod
-    def _update(op: Operation, variables: list[Variable], updates: list[Update]) -> Update:
+    def _update(op: Operation, variables: set[str], updated: set[str]) -> Update:
+        """The `update` op checked: its target is a variable declared before it, updated once."""
         target = op.inputs["variable"]
-        names = {variable.name for variable in variables}
-        if not isinstance(target, Ref) or target.name not in names:
+        if not isinstance(target, Ref) or target.name not in variables:
             shown = target.name if isinstance(target, Ref) else target
             raise NNEFSemanticError(f"update: '{shown}' is not a variable", op.location)
-        if any(update.variable == target.name for update in updates):
+        if target.name in updated:
             raise NNEFSemanticError(f"variable '{target.name}' is updated more than once", op.location)
+        updated.add(target.name)
         value = op.inputs["value"]
         return Update(target.name, value.name if isinstance(value, Ref) else value, op.outputs["result"].name)
 
     # -- expressions --
     def evaluate(self, expr: ast.Expr, env: dict[str, Any], generic: ast.PrimitiveType | None,
                  hint: ast.Expr | None = None) -> Any:
-        kind = type(expr)
-        if kind is ast.Literal:
-            return expr.value
-        if kind is ast.Identifier:
-            return env[expr.name]
-        if kind is ast.ArrayExpr:
-            return [self.evaluate(item, env, generic) for item in expr.items]
-        if kind is ast.TupleExpr:
-            hints = hint.items if isinstance(hint, ast.TupleExpr) else [None] * len(expr.items)
-            return tuple(self.evaluate(item, env, generic, h) for item, h in zip(expr.items, hints))
-        if kind is ast.UnaryExpr:
-            operand = self.evaluate(expr.operand, env, generic)
-            if _is_tensor_value(operand):
-                return self.invoke(UNARY_FRAGMENTS[expr.op], [(None, operand, expr.loc)], None, expr.loc, generic)
-            return evaluate.unary(expr.op, operand, expr.loc)
-        if kind is ast.BinaryExpr:
-            return self._binary(expr, env, generic)
-        if kind is ast.IfElseExpr:
-            chosen = expr.then if self.evaluate(expr.condition, env, generic) else expr.otherwise
-            return self.evaluate(chosen, env, generic, hint)
-        if kind is ast.Comprehension:
-            return self._comprehension(expr, env, generic)
-        if kind is ast.IndexExpr:
-            return evaluate.index(self.evaluate(expr.value, env, generic), self.evaluate(expr.index, env, generic),
-                                  expr.index.loc)
-        if kind is ast.RangeExpr:
-            value = self.evaluate(expr.value, env, generic)
-            start = self.evaluate(expr.start, env, generic) if expr.start is not None else None
-            end = self.evaluate(expr.end, env, generic) if expr.end is not None else None
-            return evaluate.slice_range(value, start, end, expr.loc)
-        if kind is ast.BuiltinExpr:
-            value = self.evaluate(expr.arg, env, generic)
+        budget = self.budget
+        budget.steps -= 1  # checked where work can repeat: each comprehension item, each fragment expansion
+        self.nesting += 1
+        try:
+            if self.nesting > MAX_EVALUATION_DEPTH:
+                raise self._too_deep(expr.loc)
+            kind = type(expr)
+            if kind is ast.Literal:
+                return expr.value
+            if kind is ast.Identifier:
+                return env[expr.name]
+            if kind is ast.Invocation:
+                args = [(arg.name, self.evaluate(arg.value, env, generic), arg.loc) for arg in expr.args]
+                explicit = generic if expr.generic is not None and expr.generic.name == "?" else expr.generic
+                return self.invoke(expr.name, args, explicit, expr.loc, generic, hint)
+            if kind is ast.ArrayExpr:
+                if type(expr.items) is ast.NumberItems:
+                    return budget.charge(expr.items.values(), expr.loc)
+                return budget.charge([self.evaluate(item, env, generic) for item in expr.items], expr.loc)
+            if kind is ast.BinaryExpr or kind is ast.IndexExpr or kind is ast.RangeExpr:
+                return self._chain(expr, env, generic)
+            if kind is ast.TupleExpr:
+                hints = hint.items if isinstance(hint, ast.TupleExpr) else [None] * len(expr.items)
+                return tuple(self.evaluate(item, env, generic, h) for item, h in zip(expr.items, hints))
+            if kind is ast.UnaryExpr:
+                operand = self.evaluate(expr.operand, env, generic)
+                if _is_tensor_value(operand):
+                    return self.invoke(UNARY_FRAGMENTS[expr.op], [(None, operand, expr.loc)], None, expr.loc,
+                                       generic)
+                return evaluate.unary(expr.op, operand, expr.loc)
+            if kind is ast.IfElseExpr:
+                chosen = expr.then if self.evaluate(expr.condition, env, generic) else expr.otherwise
+                return self.evaluate(chosen, env, generic, hint)
+            if kind is ast.Comprehension:
+                return self._comprehension(expr, env, generic)
+            value = self.evaluate(expr.arg, env, generic)  # a builtin
             if expr.name == "shape_of":
                 return self._shape_of(value, expr.loc)
-            return evaluate.builtin(expr.name, value, expr.loc)
-        args = [(arg.name, self.evaluate(arg.value, env, generic), arg.loc) for arg in expr.args]
-        explicit = generic if expr.generic is not None and expr.generic.name == "?" else expr.generic
-        return self.invoke(expr.name, args, explicit, expr.loc, generic, hint)
+            return budget.charge(evaluate.builtin(expr.name, value, expr.loc), expr.loc)
+        finally:
+            self.nesting -= 1
 
-    def _binary(self, expr: ast.BinaryExpr, env: dict[str, Any], generic: ast.PrimitiveType | None) -> Any:
-        if expr.op in ("&&", "||"):  # lazy on compile-time values
-            left = self.evaluate(expr.left, env, generic)
-            if not _is_tensor_value(left) and (left if expr.op == "||" else not left):
-                return left
-            right = self.evaluate(expr.right, env, generic)
-        else:
-            left = self.evaluate(expr.left, env, generic)
-            right = self.evaluate(expr.right, env, generic)
-        if expr.op != "in" and (_is_tensor_value(left) or _is_tensor_value(right)):
-            args = [(None, left, expr.left.loc), (None, right, expr.right.loc)]
-            return self.invoke(BINARY_FRAGMENTS[expr.op], args, None, expr.loc, generic)
-        return evaluate.binary(expr.op, left, right, expr.loc)
+    def _chain(self, expr: ast.BinaryExpr | ast.IndexExpr | ast.RangeExpr, env: dict[str, Any],
+               generic: ast.PrimitiveType | None) -> Any:
+        """Binary operators and subscripts, a left-deep chain of them folded in a loop (see `ast.unwind`)."""
+        inner, links = ast.unwind(expr)
+        value = self.evaluate(inner, env, generic)
+        for link in links:
+            self.budget.steps -= 1
+            if type(link) is ast.IndexExpr:
+                value = evaluate.index(value, self.evaluate(link.index, env, generic), link.index.loc)
+            elif type(link) is ast.RangeExpr:
+                start = self.evaluate(link.start, env, generic) if link.start is not None else None
+                end = self.evaluate(link.end, env, generic) if link.end is not None else None
+                value = self.budget.charge(evaluate.slice_range(value, start, end, link.loc), link.loc)
+            elif link.op in ("&&", "||") and not _is_tensor_value(value) and (value if link.op == "||" else not value):
+                continue  # lazy on compile-time values: the left operand decides
+            else:
+                right = self.evaluate(link.right, env, generic)
+                if link.op != "in" and (_is_tensor_value(value) or _is_tensor_value(right)):
+                    args = [(None, value, link.left.loc), (None, right, link.right.loc)]
+                    value = self.invoke(BINARY_FRAGMENTS[link.op], args, None, link.loc, generic)
+                else:
+                    value = self.budget.charge(evaluate.binary(link.op, value, right, link.loc), link.loc)
+        return value
 
     def _comprehension(self, expr: ast.Comprehension, env: dict[str, Any], generic: ast.PrimitiveType | None) -> list:
         arrays = [(name, self.evaluate(array, env, generic), array.loc) for name, array in expr.iterators]
@@ -212,13 +236,41 @@ class Lowerer:
             if len(array) != length:
                 raise NNEFSemanticError(f"comprehension iterates arrays of different lengths: '{arrays[0][0]}' has "
                                         f"{length} items, '{name}' has {len(array)}", loc)
-        result = []
-        for i in range(length):
-            scope = dict(env)
-            scope.update({name: array[i] for name, array, _ in arrays})
-            if expr.condition is None or self.evaluate(expr.condition, scope, generic):
-                result.append(self.evaluate(expr.body, scope, generic))
+        # the iterators are bound in `env` itself and the names they hide restored after: copying the scope for
+        # each item would cost the size of the whole graph per item
+        hidden = {name: env[name] for name, _, _ in arrays if name in env}
+        budget = self.budget
+        result: list[Any] = []
+        try:
+            for i in range(length):
+                budget.steps -= 1
+                budget.items -= 1
+                if budget.steps < 0 or budget.items < 0:
+                    raise budget.exhausted(self._where(expr.loc))
+                for name, array, _ in arrays:
+                    env[name] = array[i]
+                if expr.condition is None or self.evaluate(expr.condition, env, generic):
+                    result.append(self.evaluate(expr.body, env, generic))
+        finally:
+            for name, _, _ in arrays:
+                env.pop(name, None)
+            env.update(hidden)
         return result
+
+    def _too_deep(self, loc: Location) -> NNEFSemanticError:
+        if self.expanding:
+            return NNEFSemanticError(f"expanding '{self.expanding[-1]}' nests too deeply: {len(self.expanding)} "
+                                     f"fragment expansions and more than {MAX_EVALUATION_DEPTH} levels of "
+                                     "expressions (unbounded recursion?)", self._where(loc))
+        return NNEFSemanticError(f"expressions nest more than {MAX_EVALUATION_DEPTH} levels deep", self._where(loc))
+
+    def _stack_exhausted(self, assignment: ast.Assignment) -> NNEFSemanticError:
+        return NNEFSemanticError("this statement nests too deeply for the Python stack (call from a shallower stack "
+                                 "or simplify the expression)", self._where(assignment.loc))
+
+    def _where(self, loc: Location) -> Location | None:
+        """`loc`, or the graph statement being lowered when `loc` is in library code (the standard fragments)."""
+        return loc if loc.file == self._site_file() else self.site
 
     def _shape_of(self, value: Any, loc: Location) -> list[int]:
         if not isinstance(value, Ref):
@@ -232,6 +284,7 @@ class Lowerer:
     # -- invocations --
     def invoke(self, name: str, args: list[tuple[str | None, Any, Location]], explicit: ast.PrimitiveType | None,
                loc: Location, generic: ast.PrimitiveType | None, hint: ast.Expr | None = None) -> Any:
+        self.budget.steps -= self.budget.INVOCATION_STEPS
         fragment = self.fragments[name]
         bound = bind_arguments(fragment, args, loc)
         typed = {key: (_type_of(value, self.tensors), arg_loc) for key, (value, arg_loc) in bound.items()}
@@ -251,17 +304,22 @@ class Lowerer:
 
     def expand(self, fragment: ast.Fragment, values: dict[str, Any], value_type: ast.PrimitiveType | None,
                loc: Location, hint: ast.Expr | None) -> Any:
-        if self.depth >= MAX_EXPANSION_DEPTH:
+        if len(self.expanding) >= MAX_EXPANSION_DEPTH:
             raise NNEFSemanticError(f"expanding '{fragment.name}' nests more than {MAX_EXPANSION_DEPTH} levels "
-                                    "deep (unbounded recursion?)", loc)
-        self.depth += 1
+                                    "deep (unbounded recursion?)", self._where(loc))
+        if self.budget.steps < 0:
+            raise self.budget.exhausted(self._where(loc))
+        self.expanding.append(fragment.name)
         try:
             env = dict(values)
             for assignment in fragment.body:
-                value = self.evaluate(assignment.rhs, env, value_type, hint=assignment.lhs)
+                try:
+                    value = self.evaluate(assignment.rhs, env, value_type, hint=assignment.lhs)
+                except RecursionError:
+                    raise self._stack_exhausted(assignment) from None
                 _bind_local(assignment.lhs, value, env)
         finally:
-            self.depth -= 1
+            self.expanding.pop()
         results = [env[result.name] for result in fragment.results]
         return results[0] if len(results) == 1 else tuple(results)
 
@@ -332,7 +390,9 @@ class Lowerer:
             raise
         except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError) as error:
             raise NNEFShapeError(f"{fragment.name}: invalid arguments ({error})", loc) from error
-        return [result] if len(fragment.results) == 1 else list(result)
+        results = [result] if len(fragment.results) == 1 else list(result)
+        _check_extents(fragment.name, results, loc)
+        return results
 
     def _input_shape(self, value: Any):
         if isinstance(value, Ref):
@@ -345,6 +405,23 @@ class Lowerer:
 def python_name(name: str) -> str:
     """Attribute names that are Python keywords (selu's `lambda`) reach Python functions with a trailing `_`."""
     return name + "_" if keyword.iskeyword(name) else name
+
+
+def _check_extents(op: str, shapes: list[Any], loc: Location | None) -> None:
+    """Every extent, and the volume, of a result fits a signed 64-bit integer (as the literals that made it)."""
+    for shape in shapes:
+        if isinstance(shape, list):
+            _check_extents(op, shape[:1] if len(set(map(id, shape))) == 1 else shape, loc)
+            continue
+        if shape is None:
+            continue
+        volume = 1
+        for extent in shape:
+            volume *= extent
+        if volume > MAX_INTEGER or any(extent > MAX_INTEGER for extent in shape):
+            shown = "[" + ",".join(str(e) if e <= MAX_INTEGER else f"~2^{e.bit_length() - 1}" for e in shape) + "]"
+            what = "an extent" if any(extent > MAX_INTEGER for extent in shape) else "a volume"
+            raise NNEFShapeError(f"{op}: result shape {shown} has {what} beyond 2^63 - 1", loc)
 
 
 def _has_unknown(shape: Any) -> bool:
@@ -417,9 +494,8 @@ def _type_of(value: Any, tensors: Mapping[str, Tensor]):
 
 
 def _check_label(variable: Variable, labels: dict[str, Variable], loc: Location | None) -> None:
-    if not _LABEL.fullmatch(variable.label):  # argument validity of `variable` (spec 4.1.3)
-        raise NNEFShapeError(f"variable label '{variable.label}' must be non-empty and use only letters, digits "
-                             "and _ - . / \\", loc)
+    """Variables with one label (ignoring case) share their data: shapes and types must agree. (The label itself
+    is argument validity of `variable`, checked by its shape rule.)"""
     first = labels.setdefault(variable.key, variable)
     if first is not variable and (first.shape != variable.shape or first.dtype != variable.dtype):
         raise NNEFShapeError(f"variables '{first.name}' and '{variable.name}' share label '{variable.label}' but "
@@ -456,8 +532,6 @@ def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[st
             fragments[fragment.name] = fragment
         check_document(doc, fragments)
         lowerer = Lowerer(fragments, frozenset(standard), atomic, custom_shapes, input_shapes)
-        return lowerer.lower_graph(doc)
-    except RecursionError:
-        raise NNEFSemanticError("the document nests too deeply to be processed", doc.loc) from None
+        return lowerer.lower_graph(doc, len(text) if text is not None else 0)
     except NNEFError as error:
         raise error.with_source(text, doc.loc.file) from None

@@ -14,6 +14,9 @@ from nnef_torch.errors import NNEFShapeError
 
 Shape = tuple[int, ...]
 
+# Results of one operation that returns an array of tensors (unstack, copy_n): each becomes a tensor of the graph.
+MAX_RESULTS = 1 << 16
+
 # Border modes of spec chapter 4.3. Filters (conv and its relatives) have no 'ignore' mode.
 ALL_BORDERS = ("ignore", "constant", "replicate", "reflect", "reflect-even")
 FILTER_BORDERS = ("constant", "replicate", "reflect", "reflect-even")
@@ -91,6 +94,12 @@ def check_length(op: str, name: str, values: Sequence[object], length: int, *, w
     if len(values) != length and not (allow_empty and not values):
         expected = f"{length} (one per {what})" + (" or 0" if allow_empty else "")
         fail(op, f"length of '{name}' must be {expected}, found {len(values)}: {fmt(values)}")
+
+
+def check_result_count(op: str, what: str, count: int) -> None:
+    """An operation returning `count` tensors: checked before any list of that length is made."""
+    if count > MAX_RESULTS:
+        fail(op, f"{what} gives {count} result tensors, more than the limit of {MAX_RESULTS}")
 
 
 def check_positive(op: str, name: str, values: Sequence[int]) -> None:

@@ -13,7 +13,8 @@ from nnef_torch.ops.shapes_common import Shape, check_axes, check_broadcastable_
 
 def _reduce(op: str, input: Shape, axes: Sequence[int]) -> Shape:
     check_axes(op, 'axes', axes, len(input))
-    return tuple(1 if i in axes else item for i, item in enumerate(input))
+    reduced = set(axes)
+    return tuple(1 if i in reduced else item for i, item in enumerate(input))
 
 
 @shape_rule('sum_reduce')

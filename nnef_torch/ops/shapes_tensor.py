@@ -3,9 +3,9 @@ later Khronos stdlib: tile, pad, gather, cast), matrix multiplication (4.7, `lin
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from nnef_torch.format.labels import label_problem
 from nnef_torch.ops.registry import shape_rule
 from nnef_torch.ops.shapes_common import (
     FILTER_BORDERS,
@@ -17,14 +17,11 @@ from nnef_torch.ops.shapes_common import (
     check_choice,
     check_length,
     check_positive,
+    check_result_count,
     fail,
     fmt,
     volume,
 )
-
-# Spec 4.1.3: labels use letters, digits and _ - . / \ only.
-_LABEL = re.compile(r"[A-Za-z0-9_\-./\\]+")
-
 
 # Tensor introducing operations (spec 4.1) and updates (4.8).
 
@@ -37,8 +34,9 @@ def external(*, shape: Sequence[int]) -> Shape:
 @shape_rule('variable')
 def variable(*, shape: Sequence[int], label: str) -> Shape:
     check_positive('variable', 'shape', shape)
-    if not _LABEL.fullmatch(label):
-        fail('variable', f"'label' must be a non-empty string of letters, digits and _ - . / \\, found {label!r}")
+    problem = label_problem(label)
+    if problem:
+        fail('variable', f"'label' {problem}, found {label!r}")
     return tuple(shape)
 
 
@@ -102,7 +100,8 @@ def squeeze(input: Shape, *, axes: Sequence[int]) -> Shape:
     for axis in axes:
         if input[axis] != 1:
             fail('squeeze', f"squeezed dimension {axis} of input {fmt(input)} must be singleton, found {input[axis]}")
-    return tuple(item for i, item in enumerate(input) if i not in axes)
+    squeezed = set(axes)
+    return tuple(item for i, item in enumerate(input) if i not in squeezed)
 
 
 @shape_rule('unsqueeze')
@@ -111,8 +110,8 @@ def unsqueeze(input: Shape, *, axes: Sequence[int]) -> Shape:
     # unsorted axes; its C++ rule and this one place the 1s at exactly the listed output positions.)
     rank = len(input) + len(axes)
     check_axes('unsqueeze', 'axes', axes, rank)
-    rest = iter(input)
-    return tuple(1 if i in axes else next(rest) for i in range(rank))
+    rest, inserted = iter(input), set(axes)
+    return tuple(1 if i in inserted else next(rest) for i in range(rank))
 
 
 @shape_rule('transpose')
@@ -170,6 +169,7 @@ def stack(values: Sequence[Shape], *, axis: int) -> Shape:
 @shape_rule('unstack')
 def unstack(value: Shape, *, axis: int) -> list[Shape]:
     check_axis('unstack', 'axis', axis, len(value))
+    check_result_count('unstack', f"the extent along axis {axis} of value {fmt(value)}", value[axis])
     item = tuple(value[:axis]) + tuple(value[axis + 1:])
     return [item] * value[axis]
 
@@ -277,6 +277,7 @@ def linear(input: Shape, filter: Shape, bias: Shape) -> Shape:
 def copy_n(x: Shape, *, times: int) -> list[Shape]:
     if times <= 0:
         fail('copy_n', f"'times' must be strictly positive, found {times}")
+    check_result_count('copy_n', "'times'", times)
     return [tuple(x)] * times
 
 

@@ -377,7 +377,7 @@ def test_reading_an_unsafe_label_is_an_error(tmp_path):
     write_model(tmp_path / "m", GRAPH, [])
     (tmp_path / "x.dat").write_bytes(b"outside")
     model = open_model(tmp_path / "m")
-    with pytest.raises(NNEFContainerError, match="'..' part"):
+    with pytest.raises(NNEFContainerError, match="inside the model folder"):
         model.tensor_bytes("../x")
 
 

@@ -123,3 +123,20 @@ def test_round_trip_count_is_reported(capsys):
     with capsys.disabled():
         print(f"\n[parse/print] {len(DOCUMENTS)} documents + the stdlib round-tripped "
               f"(conformance suite {'present' if CONFORMANCE.is_dir() else 'absent'})")
+
+
+def test_arrays_of_numbers_are_compact_and_read_as_the_nodes_they_stand_for():
+    expr = parse_expression("[1, -2, 30]")
+    assert isinstance(expr.items, ast.NumberItems) and expr.items.values() == [1, -2, 30]
+    minus = expr.items[1]
+    assert minus == ast.UnaryExpr("-", ast.Literal(2, "integer"))
+    assert (minus.loc.column, minus.operand.loc.column, expr.items[2].loc.column) == (5, 6, 9)
+    assert expr == ast.ArrayExpr((ast.Literal(1, "integer"), minus, ast.Literal(30, "integer")))
+    assert parse_expression("[-0.5, 1e3]").items.values() == [-0.5, 1000.0]
+
+
+@pytest.mark.parametrize("text", ["[1, 2.5]", "[1, x]", "[1, - 2]", "[1 + 2, 3]", "[2, 3 ^ 2]", "[1, [2]]"])
+def test_arrays_with_other_items_are_read_item_by_item(text):
+    expr = parse_expression(text)
+    assert not isinstance(expr.items, ast.NumberItems)
+    assert print_expr(expr) == text.replace("- 2", "-2")
