@@ -18,7 +18,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from fuzzing import SCALE, fuzz
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from nnef_torch.errors import NNEFError, NNEFQuantizationError
@@ -32,11 +33,6 @@ from nnef_torch.stdlib import standard_fragments
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "openvx_nnef_core"
 COUNTS: Counter[str] = Counter()
-_BASE = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-def fuzz(examples: int) -> settings:
-    return settings(_BASE, max_examples=examples)
 
 COMPOSITIONAL = """\
 version 1.0;
@@ -200,6 +196,85 @@ def test_deep_nesting_is_refused_with_a_syntax_error(text):
     assert _accept_or_refuse(text) == "refused"
 
 
+# ---- (a') documents built as an attacker would, from random parameters (tests/test_hostile_inputs.py has one of
+# each, with its cost). Sizes stay small enough for many examples; the limits themselves are tested there.
+
+_HEAD = "version 1.0;\nextension KHR_enable_fragment_definitions, KHR_enable_operator_expressions;\n"
+
+
+def _hostile_graph(*statements: str, definitions: str = "") -> str:
+    return (_HEAD + definitions + "graph G( input ) -> ( output )\n{\n    input = external(shape = [1, 4, 8, 8]);\n"
+            + "".join(f"    {s}\n" for s in statements) + "}\n")
+
+
+_DIGITS = st.builds(lambda zeros, digits: "0" * zeros + digits, st.integers(0, 6000),
+                    st.from_regex(r"[0-9]{1,25}", fullmatch=True))
+_OPERATORS = st.sampled_from(["+", "-", "*", "/"])
+
+
+@st.composite
+def _hostile_documents(draw) -> str:
+    family = draw(st.integers(0, 8))
+    if family == 0:  # integer literals with many digits or zeros
+        return _hostile_graph(f"output = linear_quantize(input, min = 0.0, max = 1.0, bits = {draw(_DIGITS)});")
+    if family == 1:  # integer() of long digit strings
+        sign = draw(st.sampled_from(["", "-"]))
+        return _hostile_graph(f"output = reshape(input, shape = [1, 4, 8, integer('{sign}{draw(_DIGITS)}')]);")
+    if family == 2:  # long flat chains of tensors or integers
+        n, ops = draw(st.integers(1, 4000)), draw(st.lists(_OPERATORS, min_size=1, max_size=4))
+        terms = [draw(st.sampled_from(["input", "2.0", "(input)", "-input", "input[0]"]))] + [
+            f" {ops[i % len(ops)]} input" for i in range(n)]
+        integers = " ".join(f"{ops[i % len(ops)]} {i % 7 + 1}" for i in range(n))
+        return _hostile_graph(draw(st.sampled_from([f"output = {''.join(terms)};",
+                                                     f"output = reshape(input, shape = [1, 4, 8, 8 {integers}]);"])))
+    if family == 3:  # operations returning many tensors
+        op = draw(st.sampled_from(["unstack(big, axis = 0)", "copy_n(big, times = {n})"]))
+        extent = draw(st.sampled_from([0, 1, 2, 3, 65536, 65537, 10 ** 9, 2 ** 62, 2 ** 63 - 1]))
+        names = draw(st.integers(1, 4))
+        lhs = "[" + ", ".join(f"r{i}" for i in range(names)) + "]"
+        return _hostile_graph(f"big = variable(shape = [{max(extent, 1)}, 1], label = 'big');",
+                              f"{lhs} = {op.format(n=extent)};", "output = relu(input);")
+    if family == 4:  # labels
+        parts = draw(st.lists(st.sampled_from(["a", "B", ".", "..", "", "x.y", "_-", " ", ":"]), min_size=1,
+                              max_size=5))
+        label = draw(st.sampled_from(["/", "\\\\"])).join(parts)
+        if draw(st.booleans()):
+            label = draw(st.sampled_from(["/", "\\\\", "C:"])) + label
+        return _hostile_graph(f"w = variable(shape = [1, 4, 8, 8], label = '{label}');", "output = add(input, w);")
+    if family == 5:  # huge extents
+        extents = draw(st.lists(st.sampled_from([1, 2, 2 ** 31, 2 ** 32 - 1, 2 ** 62, 2 ** 63 - 1]), min_size=1,
+                                max_size=4))
+        then = draw(st.sampled_from(["reshape(big, shape = [-1])", "tile(big, repeats = [{r}])",
+                                     "pad(big, padding = [{p}])"]))
+        shown = then.format(r=", ".join("2" for _ in extents), p=", ".join("(0, 2)" for _ in extents))
+        return _hostile_graph(f"big = variable(shape = {extents}, label = 'big');", f"other = {shown};",
+                              "output = relu(input);")
+    if family == 6:  # comprehensions, nested, over arrays and strings
+        n, m = draw(st.integers(0, 300)), draw(st.integers(0, 300))
+        inner = draw(st.sampled_from([f"range_of([1] * {m})", f"range_of('a' * {m})", f"[for k in [{m}] yield k]"]))
+        return _hostile_graph(f"output = reshape(input, shape = [1, 4, 8, 8 + length_of([for i in range_of([0] * {n})"
+                              f" yield length_of([for j in {inner} yield i + j])]) - {n}]);")
+    if family == 7:  # recursion, direct or mutual, bare or inside expressions
+        wrap = draw(st.sampled_from(["{}", "{} + 1.0", "relu({})", "-{}", "2.0 * {} - input"]))
+        callee = draw(st.sampled_from(["f", "g"]))
+        definitions = (f"fragment g( x: tensor<scalar> ) -> ( y: tensor<scalar> )\n{{\n    y = f(x);\n}}\n"
+                       f"fragment f( x: tensor<scalar> ) -> ( y: tensor<scalar> )\n{{\n"
+                       f"    y = {wrap.format(callee + '(x)').replace('input', 'x')};\n}}\n")
+        return _hostile_graph("output = f(input);", definitions=definitions)
+    depth = draw(st.integers(1, 10))  # fragments calling the next one twice: 2^depth expansions
+    definitions = "".join(f"fragment f{i}( x: tensor<scalar> ) -> ( y: tensor<scalar> )\n{{\n"
+                          + ("    y = x;\n" if i == depth else f"    y = f{i + 1}(x) + f{i + 1}(x);\n") + "}\n"
+                          for i in range(depth + 1))
+    return _hostile_graph("output = f0(input);", definitions=definitions)
+
+
+@fuzz(300)
+@given(_hostile_documents())
+def test_hostile_documents_are_accepted_or_refused_cleanly(text):
+    COUNTS["hostile documents"] += 1
+    _accept_or_refuse(text)
+
+
 # ---- (b) printer round trip over random expression trees --------------------------------------------------
 
 _PRINTABLE = st.characters(min_codepoint=0x20, max_codepoint=0x7e)  # printable ASCII, with a short repr
@@ -276,6 +351,8 @@ OPERATORS = _operators()
 def _fold_negative_literals(expr):
     """`-3` parses as a minus applied to 3, where a tree built in code may hold the literal -3: fold the former
     into the latter (bottom up) so that both compare equal."""
+    if isinstance(expr, ast.NumberItems):  # the parser's compact form of an all-number array: its nodes
+        expr = tuple(expr)
     if isinstance(expr, tuple):
         return tuple(_fold_negative_literals(item) for item in expr)
     if not hasattr(expr, "__dataclass_fields__") or isinstance(expr, ast.PrimitiveType):
@@ -290,7 +367,7 @@ def _fold_negative_literals(expr):
 
 
 def _has_negative_literal(expr) -> bool:
-    if isinstance(expr, tuple):
+    if isinstance(expr, (tuple, ast.NumberItems)):
         return any(_has_negative_literal(item) for item in expr)
     if isinstance(expr, ast.Literal):
         return expr.kind in ("integer", "scalar") and (expr.value < 0 or str(expr.value).startswith("-"))
@@ -397,5 +474,5 @@ def test_zz_report_example_counts(capsys):
     """Runs last in this file: the number of examples each property saw in this session."""
     with capsys.disabled():
         shown = ", ".join(f"{name} {count}" for name, count in COUNTS.items())
-        print(f"\n[fuzz] examples: {shown}; total {sum(COUNTS.values())}; "
+        print(f"\n[fuzz] examples (scale {SCALE}): {shown}; total {sum(COUNTS.values())}; "
               f"{len(SEEDS)} seed documents{' (conformance suite absent)' if len(SEEDS) == 1 else ''}")

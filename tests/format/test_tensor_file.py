@@ -3,18 +3,20 @@ from __future__ import annotations
 
 import math
 import struct
+import tempfile
 from pathlib import Path
 
 import nnef
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from fuzzing import fuzz
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from nnef_torch.errors import NNEFTensorFileError
-from nnef_torch.format.tensor_file import TensorData, decode, encode, read_header
+from nnef_torch.format.tensor_file import HEAD_BYTES, TensorData, decode, encode, parse_header, read_header
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = REPO_ROOT.parent / "shared" / "conformance" / "openvx_nnef_core"
@@ -240,14 +242,33 @@ def test_hand_built_seed_linear_file():
 
 
 def test_2018_header_four_bytes_too_long(tmp_path):
+    # the 2018 Khronos writer ended its header with twelve reserved zero words instead of eleven
     array = np.arange(6, dtype=np.float32).reshape(2, 3)
     good = encode(array)
     legacy = good[:128] + b"\x00\x00\x00\x00" + good[128:]
     result = decode(legacy)
     assert result.header.data_offset == 132
     np.testing.assert_array_equal(result.array, array)
-    odd = good[:128] + b"\x01\x02\x03\x04" + good[128:]
-    np.testing.assert_array_equal(decode(odd).array, array)
+
+
+def test_four_bytes_too_long_with_nonzero_padding_names_both_readings():
+    good = encode(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with pytest.raises(NNEFTensorFileError, match="fits neither reading") as info:
+        decode(good[:128] + b"\x01\x02\x03\x04" + good[128:])
+    assert info.value.location.offset == 128 and "01 02 03 04" in info.value.message
+
+
+def test_trailing_bytes_are_not_read_as_a_shifted_2018_file():
+    """Regression: a current file with four bytes of garbage after its data has the size of a 2018 file; read
+    that way, every item moved by one and the garbage became the last item. The Khronos reader refuses it."""
+    good = encode(np.arange(1, 11, dtype=np.float32))
+    with pytest.raises(NNEFTensorFileError, match="unexpected bytes follow the tensor data"):
+        decode(good + b"\x01\x02\x03\x04")
+    with tempfile.TemporaryFile() as handle:
+        handle.write(good + b"\x01\x02\x03\x04")
+        handle.seek(0)
+        with pytest.raises(ValueError, match="size does not match"):
+            nnef.read_tensor(handle)
 
 
 def test_any_version_is_accepted():
@@ -434,16 +455,14 @@ mutation = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz(300)
 @given(st.binary(max_size=400))
 def test_fuzz_random_bytes(data):
     decode_or_file_error(data)
     decode_or_file_error(b"\x4e\xef" + data)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(SEEDS), st.lists(mutation, min_size=1, max_size=4))
-def test_fuzz_mutated_valid_files(seed, mutations):
+def mutated(seed: bytes, mutations) -> bytes:
     data = bytearray(seed)
     for kind, a, b in mutations:
         if kind == "flip" and a < len(data):
@@ -454,7 +473,30 @@ def test_fuzz_mutated_valid_files(seed, mutations):
             del data[a:]
         elif kind == "extend":
             data += bytes([b]) * a
-    decode_or_file_error(bytes(data))
+    return bytes(data)
+
+
+@fuzz(300)
+@given(st.sampled_from(SEEDS), st.lists(mutation, min_size=1, max_size=4))
+def test_fuzz_mutated_valid_files(seed, mutations):
+    decode_or_file_error(mutated(seed, mutations))
+
+
+@fuzz(300)
+@given(st.sampled_from(SEEDS), st.lists(mutation, min_size=1, max_size=4))
+def test_fuzz_header_alone_decides_as_the_whole_file_does(seed, mutations):
+    """Containers check a file from its first bytes and its size before reading the rest: that check accepts
+    exactly the files `decode` accepts, and a file read with the 2018 layout has its four padding bytes zero."""
+    data = mutated(seed, mutations)
+    whole = decode_or_file_error(data)
+    try:
+        header = parse_header(data[:HEAD_BYTES], len(data))
+    except NNEFTensorFileError:
+        header = None
+    assert (header is None) == (whole is None)
+    if whole is not None:
+        assert header == whole.header and len(data) == header.data_offset + header.data_length
+        assert header.data_offset == 128 or data[128:132] == bytes(4)
 
 
 ROUND_TRIP_DTYPES = st.sampled_from([np.dtype(d) for d in ALL_DTYPES])
