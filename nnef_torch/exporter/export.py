@@ -7,11 +7,11 @@ import torch
 
 from nnef_torch.errors import ExportError
 from nnef_torch.exporter.convert import graph_name, to_ir
-from nnef_torch.exporter.document import graph_text
 from nnef_torch.exporter.model import Model
 from nnef_torch.exporter.quantization import check_calibrated, quant_options, quant_text, store_weights
 from nnef_torch.exporter.torch_ao import substitute
 from nnef_torch.exporter.trace import decompose, direct, trace, unwrap
+from nnef_torch.ir.document import graph_text
 
 
 def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = None) -> Model:

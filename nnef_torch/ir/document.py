@@ -1,14 +1,16 @@
 """IR graph -> NNEF document text: one flat invocation per operation, tensor inputs positional and attributes by
-name (those equal to their declared default are left out), preceded by the exporter fragments the graph uses."""
+name (those equal to their declared default are left out), preceded by the library fragments the graph uses (the
+exporter's, or a front end's; see `ir.builder`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from nnef_torch.exporter.emitter import _default, _is_tensor_param, declaration, exporter_fragments
 from nnef_torch.format import ast
 from nnef_torch.format.printer import print_assignment, print_fragment, print_literal
+from nnef_torch.ir.builder import Library, default_value, is_tensor_param
 from nnef_torch.ir.graph import Graph, Operation, Ref
+from nnef_torch.stdlib import standard_fragments
 
 FRAGMENT_EXTENSIONS = ("KHR_enable_fragment_definitions", "KHR_enable_operator_expressions")
 
@@ -29,19 +31,19 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and print_literal(a) == print_literal(b)
 
 
-def _assignment(op: Operation) -> ast.Assignment:
-    decl = declaration(op.name)
+def _assignment(op: Operation, library: Library) -> ast.Assignment:
+    decl = standard_fragments().get(op.name) or library[op.name]
     args = []
-    tensors = [p for p in decl.params if p.name in op.inputs and _is_tensor_param(p.type)]
+    tensors = [p for p in decl.params if p.name in op.inputs and is_tensor_param(p.type)]
     while tensors and tensors[-1].default is not None and _same(op.inputs[tensors[-1].name],
-                                                                _default(tensors[-1].default)):
+                                                                default_value(tensors[-1].default)):
         tensors.pop()  # trailing tensor inputs left at their default (a conv without bias)
     for param in decl.params:
         if param in tensors:
             args.append(ast.Argument(None, _value(op.inputs[param.name])))
         elif param.name in op.attribs:
             value = op.attribs[param.name]
-            if param.default is not None and _same(value, _default(param.default)):
+            if param.default is not None and _same(value, default_value(param.default)):
                 continue
             args.append(ast.Argument(param.name, _value(value)))
     generic = ast.PrimitiveType(op.dtype) if op.dtype is not None and _needs_generic(op, decl) else None
@@ -59,18 +61,22 @@ def _needs_generic(op: Operation, decl: ast.Fragment) -> bool:
     return True
 
 
-def graph_text(graph: Graph, fragments: Sequence[str] = ()) -> str:
-    """The graph.nnef text of an exported graph using the exporter fragments named in `fragments`."""
+def graph_text(graph: Graph, fragments: Sequence[str] = (), library: Library | None = None) -> str:
+    """The graph.nnef text of `graph`, defining the fragments of `library` named in `fragments` (in that order;
+    the exporter's fragments by default)."""
+    if library is None:
+        from nnef_torch.exporter.emitter import exporter_fragments
+        library = exporter_fragments()
     lines = ["version 1.0;"]
     if fragments:
         lines.append(f"extension {', '.join(FRAGMENT_EXTENSIONS)};")
     lines.append("")
     for name in fragments:
-        lines.append(print_fragment(exporter_fragments()[name]))
+        lines.append(print_fragment(library[name]))
     inputs = ", ".join(graph.inputs)
     outputs = ", ".join(graph.outputs)
     lines.append(f"graph {graph.name}( {inputs} ) -> ( {outputs} )")
     lines.append("{")
-    lines.extend(f"    {print_assignment(_assignment(op))}" for op in graph.operations)
+    lines.extend(f"    {print_assignment(_assignment(op, library))}" for op in graph.operations)
     lines.append("}")
     return "\n".join(lines) + "\n"
