@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 from nnef_torch.errors import (
     ExportError,
+    ForeignFormatError,
     Location,
     NNEFContainerError,
     NNEFError,
@@ -26,7 +27,8 @@ if TYPE_CHECKING:  # what `__getattr__` imports on first use, visible to type ch
     from nnef_torch.importer.module import NNEFModule
     from nnef_torch.saving import save
 
-__all__ = ["ExportError", "Location", "Model", "NNEFContainerError", "NNEFError", "NNEFModule", "NNEFQuantizationError",
+__all__ = ["ExportError", "ForeignFormatError",
+           "Location", "Model", "NNEFContainerError", "NNEFError", "NNEFModule", "NNEFQuantizationError",
            "NNEFSemanticError", "NNEFShapeError", "NNEFSyntaxError", "NNEFTensorFileError", "NNEFTypeError",
            "NNEFUnsupportedError", "export", "load", "read_graph", "read_model", "read_tensor", "save", "write_tensor"]
 

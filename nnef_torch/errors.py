@@ -84,6 +84,11 @@ class NNEFContainerError(NNEFError, ValueError):
     """A model folder or archive is missing files or holds unsafe members."""
 
 
+class ForeignFormatError(NNEFError, ValueError):
+    """A file of another graph format (NNVM or MXNet JSON, .params, LightNet JSON or .wts, ...) is malformed or
+    disagrees with itself; the message names the node (index and name) or the array it is about."""
+
+
 class NNEFUnsupportedError(NNEFError, NotImplementedError):
     """Valid NNEF that this implementation cannot handle (e.g. custom ops without an implementation)."""
 

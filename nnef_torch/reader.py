@@ -1,13 +1,15 @@
 """Read a whole model: container -> graph text -> IR graph, graph.quant attached, every .dat checked.
 
-Only composes the format layer: the container module does the file access, the rest are pure functions.
+A model of another format (NNVM or MXNet JSON, ...) is read through its front end (`nnef_torch.frontends`) into the
+same form: NNEF text and the variables' data. Only composes the format layer and the front ends: the container
+module does the file access, the rest are pure functions.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nnef_torch.errors import NNEFError, NNEFQuantizationError
@@ -61,18 +63,78 @@ def attach_quantization(graph: Graph, specs: Mapping[str, QuantSpec], text: str 
 
 def read_model(path: str | os.PathLike, *, load_tensors: bool = True, atomic: Atomic = None,
                custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
-               input_shapes: Mapping[str, Any] | None = None) -> ModelData:
-    """Open a model folder, graph.nnef path or archive, and check everything in it (spec chapter 6)."""
-    with container.open_model(path) as files:
-        graph_file = member_path(files.source, "graph.nnef")
-        graph = read_graph(files.graph_text, file=graph_file, quant_text=files.quant_text,
-                           quant_file=member_path(files.source, "graph.quant"), atomic=atomic,
-                           custom_shapes=custom_shapes, input_shapes=input_shapes)
+               input_shapes: Mapping[str, Any] | None = None, format: str | None = None,
+               params: Any = None) -> ModelData:
+    """Open a model (an NNEF folder, graph.nnef path or archive, or a file of another format with its `params`)
+    and check everything in it (spec chapter 6)."""
+    with open_source(path, format=format, params=params, input_shapes=input_shapes) as source:
+        graph = read_graph(source.graph_text, file=source.graph_file, quant_text=source.quant_text,
+                           quant_file=source.quant_file, atomic=atomic, custom_shapes=custom_shapes,
+                           input_shapes=input_shapes if source.format == "nnef" else None)
         tensors: dict[str, TensorData] = {}
         if load_tensors:
             for key, variables in graph.shared_variables().items():
-                tensors[key] = read_variable(files, variables[0])
+                tensors[key] = source.read_variable(variables[0])
         return ModelData(str(path), graph, tensors)
+
+
+@dataclass
+class ModelSource:
+    """An opened model of any format, as NNEF: its graph text (the document, or a front end's conversion), its
+    graph.quant text, and its variables' data by label. `state` names the labels whose variables are state, not
+    parameters (a front end's knowledge; NNEF says it with `update`). Use as a context manager."""
+
+    source: str
+    format: str
+    graph_text: str
+    quant_text: str | None
+    graph_file: str
+    quant_file: str
+    files: container.ModelFiles | None = None  # an NNEF container
+    arrays: Mapping[str, Any] = field(default_factory=dict)  # a converted model's values by label
+    state: frozenset[str] = frozenset()
+    options: dict[str, Any] = field(default_factory=dict)  # how to open it again (format, params, input_shapes)
+
+    def read_variable(self, variable: Variable) -> TensorData:
+        if self.files is not None:
+            return read_variable(self.files, variable)
+        return tensor_file.in_memory(self.arrays[variable.label])
+
+    def tensor_path(self, label: str) -> str:
+        return self.files.tensor_path(label) if self.files is not None else f"{self.source}:{label}"
+
+    def close(self) -> None:
+        if self.files is not None:
+            self.files.close()
+
+    def __enter__(self) -> ModelSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_source(path: str | os.PathLike, *, format: str | None = None, params: Any = None,
+                input_shapes: Mapping[str, Any] | None = None) -> ModelSource:
+    """Open `path` as NNEF (`format='nnef'`), as another format, or as what its content says (by default)."""
+    from nnef_torch import frontends
+
+    document = None
+    if format is None:
+        format, document = frontends.detect(path)
+    options = {"format": format, "params": params, "input_shapes": dict(input_shapes or {})}
+    if format == "nnef":
+        if params is not None:
+            raise ValueError("params= is for models of other formats; an NNEF model keeps its data in .dat files")
+        files = container.open_model(path)
+        return ModelSource(files.source, "nnef", files.graph_text, files.quant_text,
+                           member_path(files.source, "graph.nnef"), member_path(files.source, "graph.quant"), files,
+                           options=options)
+    converted = frontends.convert(path, format=format, document=document, params=params, input_shapes=input_shapes)
+    where = f"{converted.source} (as NNEF)"
+    return ModelSource(converted.source, format, converted.text, converted.quant_text, where,
+                       f"{converted.source} (graph.quant)", None, converted.tensors, converted.state,
+                       {**options, **converted.options, "format": format})
 
 
 def read_variable(files: container.ModelFiles, variable: Variable) -> TensorData:
@@ -93,4 +155,5 @@ def member_path(source: str, name: str) -> str:
     return f"{source}:{name}"
 
 
-__all__ = ["ModelData", "NNEFError", "attach_quantization", "member_path", "read_graph", "read_model", "read_variable"]
+__all__ = ["ModelData", "ModelSource", "NNEFError", "attach_quantization", "member_path", "open_source", "read_graph",
+           "read_model", "read_variable"]

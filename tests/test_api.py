@@ -9,10 +9,11 @@ import nnef_torch
 def test_public_names():
     for name in ("read_graph", "read_model", "read_tensor", "write_tensor", "NNEFError", "NNEFSyntaxError",
                  "NNEFSemanticError", "NNEFTypeError", "NNEFShapeError", "NNEFTensorFileError",
-                 "NNEFQuantizationError", "NNEFContainerError", "NNEFUnsupportedError", "Location"):
+                 "NNEFQuantizationError", "NNEFContainerError", "NNEFUnsupportedError", "ForeignFormatError",
+                 "Location"):
         assert hasattr(nnef_torch, name), name
     for name in ("NNEFSyntaxError", "NNEFSemanticError", "NNEFShapeError", "NNEFTensorFileError",
-                 "NNEFQuantizationError", "NNEFContainerError", "NNEFUnsupportedError"):
+                 "NNEFQuantizationError", "NNEFContainerError", "NNEFUnsupportedError", "ForeignFormatError"):
         assert issubclass(getattr(nnef_torch, name), nnef_torch.NNEFError)
 
 
@@ -24,7 +25,7 @@ def test_signatures():
                                             "quantization: 'dict[str, Any] | None' = None, layout: 'str' = 'current')"
                                             " -> 'None'")
     assert list(inspect.signature(nnef_torch.read_model).parameters) == [
-        "path", "load_tensors", "atomic", "custom_shapes", "input_shapes"]
+        "path", "load_tensors", "atomic", "custom_shapes", "input_shapes", "format", "params"]
     assert list(inspect.signature(nnef_torch.read_graph).parameters) == [
         "text", "file", "quant_text", "quant_file", "atomic", "custom_shapes", "input_shapes"]
 
@@ -32,7 +33,7 @@ def test_signatures():
 def test_torch_side_signatures():
     import inspect
     params = inspect.signature(nnef_torch.load).parameters
-    assert list(params) == ["path", "device", "dtype", "input_shapes", "custom_ops", "progress"]
+    assert list(params) == ["path", "params", "format", "device", "dtype", "input_shapes", "custom_ops", "progress"]
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in list(params)[1:])
     params = inspect.signature(nnef_torch.save).parameters
     assert list(params) == ["module", "path", "example_inputs", "quantization", "compress", "progress"]
@@ -72,6 +73,6 @@ def test_quantization_surface():
 def test_importing_the_format_layer_does_not_import_torch():
     import subprocess
     import sys
-    code = ("import sys, nnef_torch; nnef_torch.read_graph; nnef_torch.ExportError; "
+    code = ("import sys, nnef_torch, nnef_torch.frontends.nnvm; nnef_torch.read_graph; nnef_torch.ExportError; "
             "print('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

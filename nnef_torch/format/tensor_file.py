@@ -190,6 +190,23 @@ def decode(data: bytes | bytearray | memoryview, *, file: str | None = None,
     return TensorData(array, codes, dict(q), header)
 
 
+def in_memory(array: np.ndarray) -> TensorData:
+    """An array as if it had been read from the tensor file `encode` would write for it (current layout)."""
+    dtype = array.dtype
+    if dtype == np.bool_:
+        code, bits, kind, signed = LOGICAL, 1, "logical", False
+    elif dtype.kind == "f" and dtype.itemsize in (2, 4, 8):
+        code, bits, kind, signed = FLOAT, dtype.itemsize * 8, "float", True
+    elif dtype.kind in "iu" and dtype.itemsize in (1, 2, 4, 8):
+        signed = dtype.kind == "i"
+        code, bits, kind = (INT if signed else UINT), dtype.itemsize * 8, "integer"
+    else:
+        raise NNEFTensorFileError(f"dtype {dtype} has no NNEF item type")
+    length = (array.size * bits + 7) // 8
+    header = TensorHeader((1, 0), length, tuple(array.shape), bits, code, bytes(32), "current", kind, signed)
+    return TensorData(array, None, None, header)
+
+
 def encode(array: Any, *, quantization: dict[str, Any] | None = None, layout: str = "current") -> bytes:
     """Encode a numpy array or torch tensor as a tensor file.
 

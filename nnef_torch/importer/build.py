@@ -6,7 +6,7 @@ The generated `forward` is straight-line code over torch calls; op functions ran
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,19 +37,23 @@ class Slot:
     path: str  # dotted attribute path = state_dict key
     nnef_type: str
     shape: tuple[int, ...]
-    state: bool  # written by an `update`: a buffer rather than a Parameter
+    state: bool  # written by an `update`, or state by a front end's knowledge: a buffer rather than a Parameter
+    updated: bool = False  # written by an `update`: read once per call as a copy of its old value
 
 
-def plan_slots(graph: Graph) -> dict[str, Slot]:
-    """One slot per label key, in declaration order."""
+def plan_slots(graph: Graph, state: Collection[str] = ()) -> dict[str, Slot]:
+    """One slot per label key, in declaration order; variables written by `update`, and those whose labels are
+    in `state` (what a front end knows to be state, such as moving statistics), are buffers."""
     groups = graph.shared_variables()
     updated = {update.variable for update in graph.signature.updates}
+    state_keys = {label.lower() for label in state}
     paths = label_paths(variables[0].label for variables in groups.values())
     slots = {}
     for key, variables in groups.items():
         first = variables[0]
-        is_state = any(variable.name in updated for variable in variables)
-        slots[key] = Slot(key, first.label, paths[first.label], first.dtype, first.shape, is_state)
+        is_updated = any(variable.name in updated for variable in variables)
+        slots[key] = Slot(key, first.label, paths[first.label], first.dtype, first.shape,
+                          is_updated or key in state_keys, is_updated)
     return slots
 
 
@@ -149,7 +153,7 @@ class GraphBuilder:
         tensor = self.root.get_parameter(slot.path) if not slot.state and _is_parameter(self.root, slot.path) \
             else self.root.get_buffer(slot.path)
         proxy = self.tracer.get_attr(slot.path, slot.shape, tensor.dtype, name=python_name(variable.name))
-        if slot.state:
+        if slot.updated:
             proxy = self.tracer.create_proxy("call_function", state.read_state, (proxy,), {},
                                              name=python_name(variable.name) + "_old")
             annotate(proxy, slot.shape, tensor.dtype)

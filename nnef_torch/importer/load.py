@@ -11,23 +11,27 @@ import torch
 
 import nnef_torch.ops.torch_ops  # noqa: F401  (registers the torch implementations)
 from nnef_torch.errors import NNEFError
-from nnef_torch.format import container
 from nnef_torch.gc_pause import gc_paused
 from nnef_torch.importer.build import QUANTIZERS, GraphBuilder, Slot, check_supported, implementations, plan_slots
 from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
 from nnef_torch.importer.weights import Storage, declared_dtype, to_tensor
 from nnef_torch.ir.graph import Graph
-from nnef_torch.reader import member_path, read_graph, read_variable
+from nnef_torch.reader import ModelSource, open_source, read_graph
 
 PROGRESS_BYTES = 64 << 20  # show a progress bar on a terminal from this many bytes of variables
 
 
 @gc_paused
-def load(path: str | os.PathLike, *, device: torch.device | str | int | None = None, dtype: torch.dtype | None = None,
+def load(path: str | os.PathLike, *, params: Any = None, format: str | None = None,
+         device: torch.device | str | int | None = None, dtype: torch.dtype | None = None,
          input_shapes: Mapping[str, Any] | None = None,
          custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None) -> NNEFModule:
-    """Import an NNEF model (a folder, a graph.nnef file, or a .tar/.tgz/.tar.gz archive) as a torch module.
+    """Import a model as a torch module: an NNEF model (a folder, a graph.nnef file, or a .tar/.tgz/.tar.gz
+    archive), or a model of another format that a front end reads (NNVM graph JSON, an MXNet `-symbol.json`).
 
+    params: the parameters of a model of another format: a path (MXNet `.params`, `.npz`) or a mapping of name to
+    array or tensor; by default the `prefix-NNNN.params` beside `prefix-symbol.json`. format: 'nnef', 'nnvm', ...
+    (detected from the content by default).
     device: where Parameters and buffers live; 'meta' reads no tensor data (fill it later with `.materialize`).
     dtype: the floating dtype of variables and of scalar inputs (default: as stored, float32 for inputs).
     input_shapes: new shapes for graph inputs, by name (spec 2.2). custom_ops: torch implementations of
@@ -39,13 +43,12 @@ def load(path: str | os.PathLike, *, device: torch.device | str | int | None = N
     find = implementations(custom_ops)
     custom_shapes = {name: _meta_shape_rule(fn) for name, fn in (custom_ops or {}).items()}
     device = torch.device(device) if device is not None else None
-    with container.open_model(path) as files:
-        graph = read_graph(files.graph_text, file=member_path(files.source, "graph.nnef"),
-                           quant_text=files.quant_text, quant_file=member_path(files.source, "graph.quant"),
-                           atomic=lambda name: find(name) is not None, custom_shapes=custom_shapes,
-                           input_shapes=input_shapes)
+    with open_source(path, format=format, params=params, input_shapes=input_shapes) as files:
+        graph = read_graph(files.graph_text, file=files.graph_file, quant_text=files.quant_text,
+                           quant_file=files.quant_file, atomic=lambda name: find(name) is not None,
+                           custom_shapes=custom_shapes, input_shapes=input_shapes if files.format == "nnef" else None)
         check_supported(graph, find)
-        slots = plan_slots(graph)
+        slots = plan_slots(graph, files.state)
         root = torch.nn.Module()  # meta placeholders: the graph is generated while the data is being read
         for slot in slots.values():
             empty = torch.empty(slot.shape, dtype=declared_dtype(slot.nnef_type, dtype), device="meta")
@@ -63,10 +66,11 @@ def load(path: str | os.PathLike, *, device: torch.device | str | int | None = N
                 storage[slot.key] = stored
         source = files.source
         graph_text, quant_text = files.graph_text, files.quant_text
+        options = files.options
     if builder.quantizers and device is not None and device.type != "meta":
         module.get_submodule(QUANTIZERS).to(device)
     module.meta[INFO_KEY] = ModelInfo(graph, graph_text, quant_text, slots, storage, os.fspath(source),
-                                      builder.quantizers)
+                                      builder.quantizers, options)
     return module
 
 
@@ -75,7 +79,7 @@ def fill_from_source(module: NNEFModule, device: torch.device | str | int | None
     """Read every variable of `module` from the files it was loaded from, onto `device`."""
     info = module.nnef
     device = torch.device(device) if device is not None else torch.device("cpu")
-    with container.open_model(info.source) as files:
+    with open_source(info.source, **info.options) as files:
         for slot, tensor, stored in _read_tensors(files, info.graph, info.slots, device, None, progress):
             current = tensor_at(module, slot.path)
             value = tensor.to(current.dtype) if current.dtype.is_floating_point else tensor
@@ -86,7 +90,7 @@ def fill_from_source(module: NNEFModule, device: torch.device | str | int | None
             raise NNEFError(f"buffer '{name}' has no data source; load the model on a real device instead")
 
 
-def _read_tensors(files: container.ModelFiles, graph: Graph, slots: Mapping[str, Slot],
+def _read_tensors(files: ModelSource, graph: Graph, slots: Mapping[str, Slot],
                   device: torch.device | None, dtype: torch.dtype | None,
                   progress: bool | None) -> Iterator[tuple[Slot, torch.Tensor, Storage]]:
     """Decode each variable's file in turn and move it to its device, so host memory holds one file at a time."""
@@ -96,7 +100,7 @@ def _read_tensors(files: container.ModelFiles, graph: Graph, slots: Mapping[str,
     try:
         for key, slot in slots.items():
             variable = groups[key][0]
-            data = read_variable(files, variable)
+            data = files.read_variable(variable)
             tensor, stored = to_tensor(data, graph.quantization.get(variable.name), name=variable.name,
                                        file=files.tensor_path(variable.label))
             del data
@@ -138,7 +142,7 @@ class _Reader:
     container is never closed under it.
     """
 
-    def __init__(self, files: container.ModelFiles, graph: Graph, slots: Mapping[str, Slot],
+    def __init__(self, files: ModelSource, graph: Graph, slots: Mapping[str, Slot],
                  device: torch.device | None, dtype: torch.dtype | None, progress: bool | None):
         self.skip = device is not None and device.type == "meta"
         self.stop = threading.Event()

@@ -5,6 +5,7 @@ import copy
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.fx as fx
@@ -27,6 +28,7 @@ class ModelInfo:
     storage: dict[str, Storage] = field(default_factory=dict)
     source: str | None = None
     quantizers: dict[str, str] = field(default_factory=dict)  # tensor name -> FakeQuantize submodule path
+    options: dict[str, Any] = field(default_factory=dict)  # how the source opens again (format, params, shapes)
 
 
 class NNEFModule(fx.GraphModule):

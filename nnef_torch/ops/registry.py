@@ -1,8 +1,9 @@
 """The op table: one entry per NNEF operation, keyed by its NNEF name, shared by import and export.
 
-Each facet of an entry (shape rule, torch implementation, ATen export rules) is added by a decorator, and adding
-the same facet twice for one op raises, so every op has exactly one definition of each. Export rules are also
-indexed by the ATen operation they translate, and each ATen operation has exactly one rule.
+Each facet of an entry (shape rule, torch implementation, ATen export rules, import rules of other formats) is
+added by a decorator, and adding the same facet twice for one op raises, so every op has exactly one definition of
+each. Export rules are also indexed by the ATen operation they translate, and import rules by the format and
+operator they read; each has exactly one rule.
 """
 from __future__ import annotations
 
@@ -13,6 +14,19 @@ from typing import Any
 Shape = tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class ImportRule:
+    """How one operator of another format becomes NNEF: `rule(builder, node)` writes operations and returns the
+    operator's results; `params` are the positions of its inputs that are parameters (weights), not data, and
+    `state` those of them that are state the operator keeps (moving statistics), not trained; `unused` the inputs
+    that only training reads (the label of a loss layer)."""
+
+    fn: Callable[..., Any]
+    params: tuple[int, ...] = ()
+    state: tuple[int, ...] = ()
+    unused: tuple[int, ...] = ()
+
+
 @dataclass
 class OpEntry:
     name: str
@@ -20,9 +34,11 @@ class OpEntry:
     torch: Callable[..., Any] | None = None  # torch implementation: (*input tensors, **attributes) -> result(s)
     typed: bool = False  # the torch implementation takes the generic type as `dtype=` (a torch.dtype)
     aten: dict[str, Callable[..., Any]] = field(default_factory=dict)  # ATen op name -> export rule
+    imports: dict[tuple[str, str], ImportRule] = field(default_factory=dict)  # (format, operator) -> import rule
 
 
 _ATEN: dict[str, OpEntry] = {}  # ATen op name ('aten.conv2d.default') -> the entry whose rule exports it
+_IMPORTS: dict[str, dict[str, tuple[OpEntry, ImportRule]]] = {}  # format -> operator -> (entry, rule)
 
 
 _TABLE: dict[str, OpEntry] = {}
@@ -87,6 +103,36 @@ def export_rule(name: str, *aten_ops: str) -> Callable[[Callable[..., Any]], Cal
             op.aten[aten] = fn
         return fn
     return register
+
+
+def import_rule(name: str, format: str, *operators: str, params: tuple[int, ...] = (), state: tuple[int, ...] = (),
+                unused: tuple[int, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the function that reads `operators` of `format` ('nnvm', 'lightnet', ...) mainly as NNEF op `name`
+    (a standard op, or a fragment of the front end's library): the symmetry of `export_rule`.
+
+    The rule is called as `rule(builder, node)` with an `ir.builder.Builder` and the front end's node (its inputs
+    as `Ref`s, its attributes, its name for messages) and returns its result `Ref`s. `params` lists the positions
+    of the inputs that are parameters, so that a missing one is reported as such rather than read as an input, and
+    `state` those that hold state (buffers of the module rather than Parameters), `unused` those only training
+    reads (an argument read nowhere else is then no input of the graph).
+    """
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        op = _TABLE.setdefault(name, OpEntry(name))
+        table = _IMPORTS.setdefault(format, {})
+        for operator in operators:
+            if operator in table:
+                raise RuntimeError(f"{format} operator {operator!r} already has an import rule "
+                                   f"({table[operator][1].fn.__qualname__})")
+            rule = ImportRule(fn, tuple(params), tuple(state), tuple(unused))
+            table[operator] = (op, rule)
+            op.imports[(format, operator)] = rule
+        return fn
+    return register
+
+
+def import_rules(format: str) -> dict[str, ImportRule]:
+    """Every operator of `format` that a front end reads, with its rule."""
+    return {operator: rule for operator, (_, rule) in _IMPORTS.get(format, {}).items()}
 
 
 def export_rules() -> dict[str, Callable[..., Any]]:

@@ -1,0 +1,82 @@
+"""Front ends: graph formats other than NNEF, each read into what the NNEF reader gives.
+
+A front end turns its files into an IR graph of NNEF operations, written as NNEF text, and the variables' data
+(`Converted`). From there a model is an NNEF model: `nnef_torch.load` generates its module, `read_model` checks it,
+`save` and the command line write it, QAT and the benchmarks use it. Each format is a package of this one (its
+files, its operator rules in the op table, its fragments); `convert` picks one from the file's content or by name.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nnef_torch.errors import ForeignFormatError, Location, NNEFContainerError
+from nnef_torch.frontends.json_file import read_json
+from nnef_torch.ir.graph import Graph
+
+# format name -> the package that reads it
+FORMATS: dict[str, str] = {"nnvm": "nnef_torch.frontends.nnvm"}
+_JSON_KEYS = {"nnvm": ("nodes", "arg_nodes", "heads")}
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A model of another format as NNEF: the graph (as NNEF text reads back), its text, the variables' values
+    by label, and the labels whose variables are state rather than parameters (such as MXNet's aux states)."""
+
+    format: str
+    source: str
+    graph: Graph
+    text: str
+    tensors: dict[str, np.ndarray]
+    state: frozenset[str] = frozenset()
+    quant_text: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # what `convert` was called with, to read it again
+
+
+def detect(path: str | os.PathLike) -> tuple[str, Any]:
+    """The format of the file or folder at `path` ('nnef' or a front end's name) and, for a JSON file, its parsed
+    document. An NNEF model is a folder, an archive or graph text; a JSON file is told apart by its keys."""
+    where = os.fspath(path)
+    if os.path.isdir(where):
+        return "nnef", None
+    try:
+        with open(where, "rb") as handle:
+            head = handle.read(64)
+    except FileNotFoundError:
+        raise NNEFContainerError("no such model folder, graph file or archive", Location(file=where)) from None
+    except OSError as error:
+        raise NNEFContainerError(f"cannot read file: {error.strerror or error}", Location(file=where)) from None
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return "nnef", None
+    document = read_json(where)
+    if isinstance(document, dict):
+        for name, keys in _JSON_KEYS.items():
+            if all(key in document for key in keys):
+                return name, document
+    described = "; ".join(f"{name}: keys {', '.join(keys)}" for name, keys in _JSON_KEYS.items())
+    found = ", ".join(sorted(document)[:8]) if isinstance(document, dict) else type(document).__name__
+    raise ForeignFormatError(f"this JSON file is no graph format nnef_torch reads ({described}); found {found}",
+                             Location(file=where))
+
+
+def convert(path: str | os.PathLike, *, format: str | None = None, document: Any = None,
+            params: str | os.PathLike | Mapping[str, Any] | None = None,
+            input_shapes: Mapping[str, Any] | None = None, **options: Any) -> Converted:
+    """Read a model of another format as NNEF (`format` forces one; by default it is detected)."""
+    if format is None:
+        format, document = detect(path)
+        if format == "nnef":
+            raise ValueError(f"{os.fspath(path)} is an NNEF model, not one of the formats {sorted(FORMATS)}")
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; expected 'nnef' or one of {sorted(FORMATS)}")
+    reader = importlib.import_module(FORMATS[format])
+    return reader.read(path, document=document, params=params, input_shapes=input_shapes, **options)
+
+
+__all__ = ["FORMATS", "Converted", "convert", "detect"]

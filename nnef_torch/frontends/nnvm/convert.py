@@ -1,0 +1,252 @@
+"""NNVM graph JSON or an MXNet symbol, with its parameters, -> IR graph and NNEF text (see `frontends.Converted`).
+
+Arguments (op 'null' nodes) are parameters when the parameters hold their name (`arg:` ones become Parameters, `aux:`
+ones buffers), and inputs otherwise, in `arg_nodes` order; an argument read where an operator expects a parameter
+but absent from them is a missing parameter. Every operator's import rule (the op table's `nnvm` facet) writes NNEF
+operations through a `Builder`; the heads are the outputs. Problems are reported together where they can be:
+unsupported operators before anything is converted, parameters (missing, extra, wrongly shaped) after.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from nnef_torch.errors import ForeignFormatError, Location, NNEFShapeError, NNEFUnsupportedError
+from nnef_torch.format.labels import label_problem
+from nnef_torch.frontends.nnvm import rules  # noqa: F401  (registers the nnvm import rules)
+from nnef_torch.frontends.nnvm.attrs import Attributes
+from nnef_torch.frontends.nnvm.graph_json import GraphJSON, Node, check_row_pointers
+from nnef_torch.frontends.nnvm.node import OpNode, ParameterProblem
+from nnef_torch.frontends.nnvm.params import TYPE_FLAGS, Parameters
+from nnef_torch.frontends.nnvm.rules.common import LIBRARY, dtype_of
+from nnef_torch.ir.builder import Builder, Unmappable, fragment_library
+from nnef_torch.ir.document import graph_text
+from nnef_torch.ir.graph import Graph, Ref
+from nnef_torch.ops.registry import import_rules
+
+FORMAT = "nnvm"
+
+
+def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mapping[str, Any] | None,
+                  name: str) -> tuple[Graph, str, dict[str, np.ndarray], frozenset[str]]:
+    """The IR graph, its NNEF text, the variables' values by label and the labels of state (aux) variables."""
+    table = import_rules(FORMAT)
+    unsupported = [node for node in graph.nodes if node.op != "null" and node.op not in table]
+    if unsupported:
+        listed = "\n".join(f"  {node.where}" for node in unsupported)
+        ops = sorted({node.op for node in unsupported})
+        raise NNEFUnsupportedError(f"{len(unsupported)} node(s) use operators nnef_torch does not read "
+                                   f"({', '.join(ops)}):\n{listed}", Location(file=graph.file))
+    kinds = _classify(graph, parameters, table)
+    library = fragment_library(*LIBRARY)
+    builder = Builder(library)
+    shapes = _input_shapes(graph, kinds, input_shapes)
+    values: list[tuple[Any, ...] | None] = [None] * len(graph.nodes)
+    counts: list[int] = [1] * len(graph.nodes)
+    problems: list[str] = [f"'{node.name}' ({what}) is not in the parameters" for node, what in kinds.missing]
+    labels: dict[str, str] = {}
+    for node in graph.nodes:
+        if node.op == "null":
+            value = _argument(builder, node, kinds, parameters, shapes, labels)
+            values[node.index] = (None,) if node.index in kinds.unused else None if value is None else (value,)
+            continue
+        if any(values[entry.node] is None for entry in node.inputs):
+            continue  # it depends on a node skipped for a parameter problem
+        inputs = [_read(values, entry, node, graph) for entry in node.inputs]
+        op = OpNode(node, inputs, builder, graph.file, frozenset(table[node.op].params),
+                    [graph.nodes[e.node].name if graph.nodes[e.node].op == "null" else None for e in node.inputs])
+        builder.begin(node.name)
+        try:
+            result = table[node.op].fn(builder, op)
+        except ParameterProblem:
+            problems.extend(op.problems)
+            continue
+        except Unmappable as error:
+            raise NNEFUnsupportedError(f"{node.where}: {error}", Location(file=graph.file)) from None
+        except NNEFShapeError as error:
+            raise ForeignFormatError(f"{node.where}: {error.message}", Location(file=graph.file)) from None
+        unread = op.attrs.unread()
+        if unread:
+            raise op.fail(f"attributes {unread} are not understood by nnef_torch's rule for {node.op}")
+        outputs = result if isinstance(result, tuple) else (result,)
+        values[node.index] = tuple(_named(builder, output, node, i, len(outputs)) for i, output in enumerate(outputs))
+        counts[node.index] = len(outputs)
+    problems += [f"'{extra}' matches no argument of the graph" for extra in parameters.extra(graph)]
+    if problems:
+        raise ForeignFormatError(f"{len(problems)} parameter problem(s):\n" + "\n".join(f"  {p}" for p in problems),
+                                 Location(file=parameters.file or graph.file))
+    check_row_pointers(graph, counts)
+    outputs = []
+    for i, head in enumerate(graph.heads):
+        value = _read(values, head, None, graph)
+        if not isinstance(value, Ref) or value.name in {ref.name for ref in outputs} or \
+                any(op.name in ("external", "variable") and value in op.outputs.values() for op in builder.operations):
+            builder.begin(graph.nodes[head.node].name)
+            value = builder.op("copy", value, out_name=f"output{i}")
+        outputs.append(value)
+    ir = _without_unused_inputs(builder.graph(_graph_name(name), outputs))
+    state_names = set(parameters.aux) | {graph.nodes[node.inputs[p].node].name for node in graph.nodes
+                                         if node.op != "null" for p in table[node.op].state if p < len(node.inputs)}
+    state = frozenset(labels[arg] for arg in state_names if arg in labels)
+    return ir, graph_text(ir, builder.fragments, library), dict(builder.data), state
+
+
+class _Kinds:
+    """What each argument node is: a parameter, an input, or a parameter the files lack."""
+
+    def __init__(self) -> None:
+        self.params: set[int] = set()
+        self.inputs: list[int] = []
+        self.missing: list[tuple[Node, str]] = []
+        self.unused: set[int] = set()  # read only where training reads (loss labels): no input of the graph
+
+
+def _classify(graph: GraphJSON, parameters: Parameters, table: Mapping[str, Any]) -> _Kinds:
+    read_as_param: dict[int, str] = {}
+    read_otherwise: set[int] = {head.node for head in graph.heads}
+    for node in graph.nodes:
+        if node.op == "null":
+            continue
+        rule = table[node.op]
+        for position, entry in enumerate(node.inputs):
+            source = graph.nodes[entry.node]
+            if source.op != "null":
+                continue
+            if position in rule.params:
+                read_as_param.setdefault(source.index, f"input {position} of {node.where}")
+            if position not in rule.unused:
+                read_otherwise.add(source.index)
+    kinds = _Kinds()
+    for index in graph.arg_nodes:
+        node = graph.nodes[index]
+        if node.name in parameters:
+            kinds.params.add(index)
+        elif index in read_as_param:
+            kinds.missing.append((node, read_as_param[index]))
+        elif index not in read_otherwise:
+            kinds.unused.add(index)
+        else:
+            kinds.inputs.append(index)
+    return kinds
+
+
+def _input_shapes(graph: GraphJSON, kinds: _Kinds, given: Mapping[str, Any] | None) -> dict[int, tuple[int, ...]]:
+    """Each input's shape: from `input_shapes`, else its `__shape__` attribute, else the graph's inferred shapes."""
+    given = dict(given or {})
+    names = {graph.nodes[index].name: index for index in kinds.inputs}
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise ValueError(f"input_shapes names {unknown}, which are not inputs of the graph (inputs: {list(names)})")
+    inferred = graph.attrs.get("shape")
+    shapes: dict[int, tuple[int, ...]] = {}
+    lacking = []
+    for name, index in names.items():
+        node = graph.nodes[index]
+        if name in given:
+            shape = tuple(int(extent) for extent in given[name])
+        elif "__shape__" in node.attrs:
+            shape = _attr_shape(node, graph.file)
+        elif inferred is not None and graph.row_ptr is not None and graph.row_ptr[index] < len(inferred):
+            shape = tuple(inferred[graph.row_ptr[index]])
+        else:
+            lacking.append(name)
+            continue
+        if not shape or any(extent <= 0 for extent in shape):
+            raise ForeignFormatError(f"{node.where}: input shape {list(shape)} is not fully known (give "
+                                     f"input_shapes={{'{name}': [...]}})", Location(file=graph.file))
+        shapes[index] = shape
+    if lacking:
+        example = ", ".join(f"'{name}': [1, 3, 224, 224]" for name in lacking[:2])
+        raise ValueError(f"the graph does not say the shape of input(s) {lacking}; pass input_shapes={{{example}}}")
+    return shapes
+
+
+def _attr_shape(node: Node, file: str | None) -> tuple[int, ...]:
+    return tuple(Attributes(node.attrs, node.where, file).ints("__shape__"))
+
+
+def _argument(builder: Builder, node: Node, kinds: _Kinds, parameters: Parameters,
+              shapes: Mapping[int, tuple[int, ...]], labels: dict[str, str]) -> Any:
+    if node.index in kinds.params:
+        array = parameters[node.name]
+        label = _label(node.name, labels)
+        return builder.variable(label, dtype_of(array.dtype), array.shape or (1,), array.reshape(array.shape or (1,)))
+    if node.index in shapes:
+        dtype = "scalar"
+        if "__dtype__" in node.attrs:
+            flag = Attributes(node.attrs, node.where, None).int("__dtype__")
+            dtype = dtype_of(np.dtype(TYPE_FLAGS.get(flag, "float32")))
+        return builder.external(node.name, dtype, shapes[node.index])
+    return None  # a missing parameter: its readers are skipped
+
+
+def _label(name: str, labels: dict[str, str]) -> str:
+    """The NNEF label of a parameter: its name, with characters labels cannot hold replaced, unique ignoring case."""
+    label = name if label_problem(name) is None else "".join(c if c.isalnum() or c in "_-." else "_" for c in name)
+    taken = {value.lower() for value in labels.values()}
+    base, n = label, 1
+    while label.lower() in taken or label_problem(label) is not None:
+        label, n = f"{base}_{n}", n + 1
+    labels[name] = label
+    return label
+
+
+def _read(values: Sequence[tuple[Any, ...] | None], entry: Any, node: Node | None, graph: GraphJSON) -> Any:
+    produced = values[entry.node]
+    source = graph.nodes[entry.node]
+    if produced is None:
+        raise ForeignFormatError(f"{node.where if node else 'a head'} reads {source.where}, which has no value",
+                                 Location(file=graph.file))
+    if entry.index >= len(produced):
+        reader = node.where if node is not None else "a head"
+        raise ForeignFormatError(f"{reader} reads output {entry.index} of {source.where}, which has "
+                                 f"{len(produced)} output(s)", Location(file=graph.file))
+    return produced[entry.index]
+
+
+def _named(builder: Builder, value: Any, node: Node, index: int, count: int) -> Any:
+    """Name a node's result after the node, where the rule made it."""
+    if isinstance(value, Ref) and value.name in builder.created:
+        return builder.rename(value, node.name if index == 0 else f"{node.name}_output{index}")
+    return value
+
+
+def _without_unused_inputs(graph: Graph) -> Graph:
+    """Inputs nothing reads (the labels of loss layers such as SoftmaxOutput) are left out."""
+    read = {ref.name for op in graph.operations for ref in op.input_refs()} | set(graph.outputs)
+    unused = {external.name for external in graph.signature.externals if external.name not in read}
+    if not unused:
+        return graph
+    operations = tuple(op for op in graph.operations
+                       if not (op.name == "external" and op.outputs["output"].name in unused))
+    signature = dataclasses.replace(graph.signature, externals=tuple(
+        external for external in graph.signature.externals if external.name not in unused))
+    tensors = {name: tensor for name, tensor in graph.tensors.items() if name not in unused}
+    return dataclasses.replace(graph, operations=operations, signature=signature, tensors=tensors)
+
+
+def _graph_name(name: str) -> str:
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "G"
+    return base if base[0].isalpha() else "G_" + base
+
+
+def read(path: str | os.PathLike, *, document: Any = None, params: Any = None,
+         input_shapes: Mapping[str, Any] | None = None) -> Any:
+    """Read an NNVM graph or MXNet symbol file and its parameters (see `frontends.convert`)."""
+    from nnef_torch.frontends import Converted
+    from nnef_torch.frontends.json_file import read_json
+    from nnef_torch.frontends.nnvm.graph_json import parse_graph
+    from nnef_torch.frontends.nnvm.params import load_parameters
+
+    file = os.fspath(path)
+    graph = parse_graph(document if document is not None else read_json(file), file)
+    parameters = load_parameters(params, file)
+    stem = os.path.basename(file)
+    stem = stem[:-len("-symbol.json")] if stem.endswith("-symbol.json") else os.path.splitext(stem)[0]
+    ir, text, tensors, state = convert_graph(graph, parameters, input_shapes, stem)
+    return Converted(FORMAT, file, ir, text, tensors, state,
+                     options={"params": parameters.origin, "input_shapes": dict(input_shapes or {})})

@@ -1,0 +1,184 @@
+"""NNVM graph JSON (what `nnvm::pass::SaveJSON` writes; MXNet's `-symbol.json` is the same container): the checked
+nodes, argument nodes, heads and typed graph attributes.
+
+A node is `{"op", "name", "inputs", "attrs"}` (older writers: `"attr"` or `"param"`), with optional
+`"control_deps"`; an input or head is an entry `[node, output]` or `[node, output, version]`. Nodes come in
+topological order, so an entry names an earlier node. `node_row_ptr`, where present, is the running sum of the
+nodes' output counts (checked once the counts are known, by `check_row_pointers`). Graph attributes are typed pairs:
+`["int", 10901]`, `["list_int", [...]]`, `["list_shape", [[...], ...]]`, `["list_str", [...]]`, `["str", "..."]`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nnef_torch.errors import ForeignFormatError, Location
+
+_ATTR_KEYS = ("param", "attr", "attrs")  # oldest first: a later key's value wins
+_NODE_KEYS = frozenset({"op", "name", "inputs", "control_deps", "subgraphs", *_ATTR_KEYS})
+_TYPED = {"int", "size_t", "list_int", "list_shape", "list_str", "str"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    node: int
+    index: int
+
+
+@dataclass(frozen=True)
+class Node:
+    index: int
+    op: str  # 'null' for an argument (input or parameter)
+    name: str
+    inputs: tuple[Entry, ...]
+    attrs: dict[str, str]
+    control_deps: tuple[int, ...]
+
+    @property
+    def where(self) -> str:
+        return f"node {self.index} '{self.name}'" + (f" ({self.op})" if self.op != "null" else "")
+
+
+@dataclass(frozen=True)
+class GraphJSON:
+    file: str | None
+    nodes: tuple[Node, ...]
+    arg_nodes: tuple[int, ...]
+    heads: tuple[Entry, ...]
+    row_ptr: tuple[int, ...] | None
+    attrs: dict[str, Any]  # typed graph attributes by name, as Python values
+
+    @property
+    def mxnet_version(self) -> int | None:
+        version = self.attrs.get("mxnet_version")
+        return version if isinstance(version, int) else None
+
+
+def parse_graph(document: Any, file: str | None) -> GraphJSON:
+    def fail(message: str) -> ForeignFormatError:
+        return ForeignFormatError(message, Location(file=file))
+
+    if not isinstance(document, dict):
+        raise fail(f"expected a JSON object with nodes, arg_nodes and heads, found {type(document).__name__}")
+    missing = [key for key in ("nodes", "arg_nodes", "heads") if key not in document]
+    if missing:
+        raise fail(f"the graph has no {', '.join(missing)} (an NNVM graph has nodes, arg_nodes and heads)")
+    raw_nodes = document["nodes"]
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        raise fail("'nodes' must be a non-empty list")
+    nodes = tuple(_node(raw, index, fail) for index, raw in enumerate(raw_nodes))
+    arg_nodes = _indices(document["arg_nodes"], len(nodes), "arg_nodes", fail)
+    for index in arg_nodes:
+        if nodes[index].op != "null":
+            raise fail(f"arg_nodes names {nodes[index].where}, which is an operator, not an argument")
+    listed = set(arg_nodes)
+    for node in nodes:
+        if node.op == "null" and node.index not in listed:
+            raise fail(f"{node.where} is an argument (op 'null') but arg_nodes does not list it")
+    heads = document["heads"]
+    if not isinstance(heads, list) or not heads:
+        raise fail("'heads' must be a non-empty list of entries [node, output, version]")
+    head_entries = tuple(_entry(head, len(nodes), f"head {i}", fail) for i, head in enumerate(heads))
+    row_ptr = None
+    if document.get("node_row_ptr") is not None:
+        row_ptr = _indices(document["node_row_ptr"], None, "node_row_ptr", fail)
+        if len(row_ptr) != len(nodes) + 1:
+            raise fail(f"node_row_ptr has {len(row_ptr)} items; a graph of {len(nodes)} nodes needs {len(nodes) + 1}")
+    return GraphJSON(file, nodes, arg_nodes, head_entries, row_ptr, _graph_attrs(document.get("attrs"), fail))
+
+
+def check_row_pointers(graph: GraphJSON, output_counts: Sequence[int]) -> None:
+    """`node_row_ptr[i]` must be the number of outputs of the nodes before node i."""
+    if graph.row_ptr is None:
+        return
+    total = 0
+    for index, pointer in enumerate(graph.row_ptr):
+        if pointer != total:
+            node = f"before {graph.nodes[index].where}" if index < len(graph.nodes) else "at the end"
+            raise ForeignFormatError(f"node_row_ptr[{index}] is {pointer}, but the nodes {node} have {total} outputs "
+                                     "in all (it is the running sum of the output counts)", Location(file=graph.file))
+        if index < len(output_counts):
+            total += output_counts[index]
+
+
+def _node(raw: Any, index: int, fail: Any) -> Node:
+    if not isinstance(raw, dict):
+        raise fail(f"node {index} must be a JSON object, found {type(raw).__name__}")
+    where = f"node {index}"
+    for key in ("op", "name"):
+        if not isinstance(raw.get(key), str):
+            raise fail(f"{where} has no '{key}' string")
+    op, name = raw["op"], raw["name"]
+    where = f"node {index} '{name}'"
+    unknown = sorted(set(raw) - _NODE_KEYS)
+    if unknown:
+        raise fail(f"{where} has unknown keys {unknown}")
+    if raw.get("subgraphs"):
+        raise fail(f"{where} ({op}) has subgraphs (control flow), which are not supported")
+    inputs = raw.get("inputs", [])
+    if not isinstance(inputs, list):
+        raise fail(f"{where}: 'inputs' must be a list of entries")
+    entries = tuple(_entry(entry, index, f"{where}: input {i}", fail) for i, entry in enumerate(inputs))
+    attrs: dict[str, str] = {}
+    for key in _ATTR_KEYS:
+        values = raw.get(key)
+        if values is None:
+            continue
+        if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+            raise fail(f"{where}: '{key}' must map attribute names to strings")
+        attrs.update(values)
+    deps = _indices(raw.get("control_deps", []), index, f"{where}: control_deps", fail)
+    if op == "null" and entries:
+        raise fail(f"{where} is an argument (op 'null') but has inputs")
+    return Node(index, op, name, entries, attrs, deps)
+
+
+def _entry(raw: Any, limit: int, what: str, fail: Any) -> Entry:
+    """[node, output] or [node, output, version]; `node` must be below `limit` (an earlier node)."""
+    if not (isinstance(raw, list) and len(raw) in (2, 3) and all(type(v) is int for v in raw)):
+        raise fail(f"{what} must be an entry [node, output] or [node, output, version], found {raw!r}"[:300])
+    node, output = raw[0], raw[1]
+    if not 0 <= node < limit:
+        problem = "comes later: the nodes are not in topological order, or they form a cycle" \
+            if node >= limit and limit > 0 else "is out of range"
+        raise fail(f"{what} reads node {node}, which {problem}")
+    if output < 0:
+        raise fail(f"{what} reads output {output} of node {node}")
+    return Entry(node, output)
+
+
+def _indices(raw: Any, limit: int | None, what: str, fail: Any) -> tuple[int, ...]:
+    if not isinstance(raw, list) or not all(type(v) is int for v in raw):
+        raise fail(f"{what} must be a list of integers")
+    for value in raw:
+        if value < 0 or (limit is not None and value >= limit):
+            raise fail(f"{what} holds {value}, out of range" + (f" (0 to {limit - 1})" if limit else ""))
+    return tuple(raw)
+
+
+def _graph_attrs(raw: Any, fail: Any) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise fail("the graph's 'attrs' must be an object of typed values [type, value]")
+    attrs: dict[str, Any] = {}
+    for name, typed in raw.items():
+        if not (isinstance(typed, list) and len(typed) == 2 and typed[0] in _TYPED):
+            raise fail(f"graph attribute '{name}' must be [type, value] with type one of {sorted(_TYPED)}, "
+                       f"found {typed!r}"[:300])
+        kind, value = typed
+        ok = (isinstance(value, int) if kind in ("int", "size_t") else isinstance(value, str) if kind == "str"
+              else isinstance(value, list) and all(_typed_item(kind, item) for item in value))
+        if not ok:
+            raise fail(f"graph attribute '{name}' is not a valid {kind}: {value!r}"[:300])
+        attrs[name] = value
+    return attrs
+
+
+def _typed_item(kind: str, item: Any) -> bool:
+    if kind == "list_int":
+        return type(item) is int
+    if kind == "list_str":
+        return isinstance(item, str)
+    return isinstance(item, list) and all(type(extent) is int for extent in item)  # list_shape

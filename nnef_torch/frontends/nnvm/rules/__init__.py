@@ -1,0 +1,2 @@
+"""Import rules of NNVM and MXNet operators, registered in the op table's `nnvm` facet."""
+from nnef_torch.frontends.nnvm.rules import elementwise, nn, pooling, tensor  # noqa: F401
