@@ -31,6 +31,7 @@ class ModelData:
     source: str
     graph: Graph
     tensors: dict[str, TensorData]
+    format: str = "nnef"  # or the front end it was converted by
 
     def tensor(self, variable: Variable) -> TensorData:
         return self.tensors[variable.key]
@@ -75,7 +76,7 @@ def read_model(path: str | os.PathLike, *, load_tensors: bool = True, atomic: At
         if load_tensors:
             for key, variables in graph.shared_variables().items():
                 tensors[key] = source.read_variable(variables[0])
-        return ModelData(str(path), graph, tensors)
+        return ModelData(str(path), graph, tensors, source.format)
 
 
 @dataclass

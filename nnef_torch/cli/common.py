@@ -12,7 +12,9 @@ import numpy as np
 from nnef_torch.format import container
 
 PROG = "nnef-torch"
-MODEL_HELP = "a model folder, a graph.nnef file, or a .tar/.tgz/.tar.gz archive"
+MODEL_HELP = ("a model: an NNEF folder, graph.nnef file or .tar/.tgz/.tar.gz archive, or a file of another format "
+              "(NNVM graph JSON, MXNet -symbol.json)")
+FORMATS = ("nnef", "nnvm")
 
 
 class CLIError(Exception):
@@ -49,6 +51,14 @@ def named_shape(text: str) -> tuple[str, list[int]]:
 def add_input_shape(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-shape", action="append", default=[], type=named_shape, metavar="NAME=D0,D1,...",
                         help="replace the shape of a graph input (may be repeated)")
+
+
+def add_source_options(parser: argparse.ArgumentParser) -> None:
+    """--params and --format, for models of other formats."""
+    parser.add_argument("--params", metavar="FILE",
+                        help="the parameters of a model of another format (MXNet .params or .npz); by default the "
+                             "prefix-NNNN.params beside prefix-symbol.json")
+    parser.add_argument("--format", choices=FORMATS, help="the model's format (detected from its content by default)")
 
 
 def input_shapes(values: list[tuple[str, list[int]]]) -> dict[str, list[int]]:

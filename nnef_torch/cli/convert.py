@@ -9,13 +9,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nnef_torch.cli.common import MODEL_HELP, CLIError, add_verb
+from nnef_torch.cli.common import MODEL_HELP, CLIError, add_input_shape, add_source_options, add_verb, input_shapes
 from nnef_torch.cli.report import summary
 from nnef_torch.format import container, tensor_file
 from nnef_torch.format.quant_file import QuantSpec
 from nnef_torch.format.tensor_file import TensorData
 from nnef_torch.ir.graph import Variable
-from nnef_torch.reader import member_path, read_graph, read_model, read_variable
+from nnef_torch.reader import open_source, read_graph, read_model, read_variable
 
 LAYOUTS = ("keep", "current", "seed")
 CODE_READERS = ("zero_point_linear_quantize", "linear_quantize", "min_max_linear_quantize")  # read current codes
@@ -129,34 +129,43 @@ def _read_quant(path: str) -> str:
 
 def execute(args: argparse.Namespace) -> int:
     quant_text = _read_quant(args.quant) if args.quant else None
-    with container.open_model(args.src) as files:
+    with open_source(args.src, format=args.format, params=args.params,
+                     input_shapes=input_shapes(args.input_shape)) as source:
         if not args.quant and not args.strip_quant:
-            quant_text = files.quant_text
-        quant_file = args.quant or member_path(files.source, "graph.quant")
-        graph = read_graph(files.graph_text, file=member_path(files.source, "graph.nnef"), quant_text=quant_text,
-                           quant_file=quant_file)
+            quant_text = source.quant_text
+        quant_file = args.quant or source.quant_file
+        graph = read_graph(source.graph_text, file=source.graph_file, quant_text=quant_text, quant_file=quant_file)
+        files = source.files
 
         def encoder(variables: list[Variable]) -> Callable[[], bytes]:
+            variable = variables[0]
+            if files is None:  # a converted model: its values, in the current layout unless another is asked for
+                layout = "current" if args.tensor_layout == "keep" else args.tensor_layout
+                return lambda: tensor_file.encode(source.arrays[variable.label], layout=layout)
             spec = next((graph.quantization[v.name] for v in variables if v.name in graph.quantization), None)
-            return lambda: recode(read_variable(files, variables[0]), files.tensor_bytes(variables[0].label),
-                                  variables[0], spec, args.tensor_layout)
+            return lambda: recode(read_variable(files, variable), files.tensor_bytes(variable.label), variable, spec,
+                                  args.tensor_layout)
 
         tensors = [(variables[0].label, encoder(variables)) for variables in graph.shared_variables().values()]
-        container.write_model(args.dst, files.graph_text, tensors, quant_text)
+        container.write_model(args.dst, source.graph_text, tensors, quant_text)
+        origin = "" if source.format == "nnef" else f" (from {source.format})"
     model = read_model(args.dst)
     kind = "folder" if os.path.isdir(args.dst) else "archive"
     quant = "stripped" if args.strip_quant else f"from {args.quant}" if args.quant else \
         "kept" if quant_text is not None else "none"
-    layout = "bytes kept" if args.tensor_layout == "keep" else f"{args.tensor_layout} layout"
-    print(f"converted {args.src} -> {args.dst} ({kind}): {len(tensors)} tensor files ({layout}), graph.quant {quant}; "
-          f"valid NNEF ({summary(model)})")
+    layout = "bytes kept" if args.tensor_layout == "keep" and not origin else \
+        f"{'current' if args.tensor_layout == 'keep' else args.tensor_layout} layout"
+    print(f"converted {args.src}{origin} -> {args.dst} ({kind}): {len(tensors)} tensor files ({layout}), graph.quant "
+          f"{quant}; valid NNEF ({summary(model)})")
     return 0
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
     command = add_verb(
-        commands, "convert", "copy a model between a folder and a .tgz/.tar.gz/.tar archive, re-encoding .dat files",
+        commands, "convert", "copy a model between a folder and a .tgz/.tar.gz/.tar archive, re-encoding .dat files, "
+        "or write a model of another format as NNEF",
         ["convert model/ model.tgz",
+         "convert resnet-symbol.json resnet.tgz --params resnet-0000.params --input-shape data=1,3,224,224",
          "convert model.tgz model/ --tensor-layout current",
          "convert model/ seed_model/ --tensor-layout seed",
          "convert model/ float_model.tgz --strip-quant",
@@ -165,7 +174,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         "verbatim, with one .dat file per variable (other files of the source are not copied). Quantized codes\n"
         "stay codes: where the target layout cannot hold them (logarithmic codes in the current layout, zero-point\n"
         "or per-channel codes in the seed layout) the command stops with an error. The result is checked with\n"
-        "nnef_torch's own reader.")
+        "nnef_torch's own reader. A model of another format (NNVM or MXNet JSON) is converted to NNEF text and\n"
+        ".dat files (current layout unless --tensor-layout seed).")
     command.add_argument("src", help=MODEL_HELP)
     command.add_argument("dst", help="the folder or .tgz/.tar.gz/.tar archive to write (replaced atomically)")
     command.add_argument("--tensor-layout", choices=LAYOUTS, default="keep",
@@ -174,4 +184,6 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     quant = command.add_mutually_exclusive_group()
     quant.add_argument("--strip-quant", action="store_true", help="leave graph.quant out")
     quant.add_argument("--quant", metavar="FILE", help="add or replace graph.quant (checked against the graph)")
+    add_input_shape(command)
+    add_source_options(command)
     command.set_defaults(handler=execute)

@@ -4,14 +4,15 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from nnef_torch.cli.common import MODEL_HELP, add_input_shape, add_verb, input_shapes, volume
+from nnef_torch.cli.common import MODEL_HELP, add_input_shape, add_source_options, add_verb, input_shapes, volume
 from nnef_torch.reader import ModelData, read_model
 
 
 def describe(model: ModelData) -> str:
     """The report of `info`: inputs, outputs, operation histogram, parameters."""
     graph = model.graph
-    lines = [f"graph {graph.name} (NNEF {graph.version}) from {model.source}"]
+    origin = "" if model.format == "nnef" else f", converted from {model.format}"
+    lines = [f"graph {graph.name} (NNEF {graph.version}{origin}) from {model.source}"]
     if graph.extensions:
         lines.append("extensions: " + ", ".join(graph.extensions))
     lines.append("inputs:")
@@ -53,24 +54,32 @@ def summary(model: ModelData) -> str:
             f"{len(graph.quantization)} quantized tensors")
 
 
+def _read(args: argparse.Namespace) -> ModelData:
+    return read_model(args.path, input_shapes=input_shapes(args.input_shape), format=args.format, params=args.params)
+
+
 def validate(args: argparse.Namespace) -> int:
-    model = read_model(args.path, input_shapes=input_shapes(args.input_shape))
-    print(f"{args.path}: valid NNEF ({summary(model)})")
+    model = _read(args)
+    what = "valid NNEF" if model.format == "nnef" else f"valid {model.format} model, converted to valid NNEF"
+    print(f"{args.path}: {what} ({summary(model)})")
     return 0
 
 
 def info(args: argparse.Namespace) -> int:
-    print(describe(read_model(args.path, input_shapes=input_shapes(args.input_shape))))
+    print(describe(_read(args)))
     return 0
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
     verbs = (("validate", validate, "check a model (graph, .dat files, graph.quant); exit status 0 if valid, 1 if not",
-              ["validate model.tgz", "validate model/ --input-shape input=8,3,224,224"]),
+              ["validate model.tgz", "validate model/ --input-shape input=8,3,224,224",
+               "validate resnet-symbol.json --input-shape data=1,3,224,224"]),
              ("info", info, "inputs, outputs, operation histogram, parameter count and bytes",
-              ["info model/", "info model.tgz --input-shape input=1,3,512,512"]))
+              ["info model/", "info model.tgz --input-shape input=1,3,512,512",
+               "info resnet-symbol.json --params resnet-0000.params --input-shape data=1,3,224,224"]))
     for name, handler, text, examples in verbs:
         command = add_verb(commands, name, text, examples)
         command.add_argument("path", help=MODEL_HELP)
         add_input_shape(command)
+        add_source_options(command)
         command.set_defaults(handler=handler)

@@ -11,6 +11,7 @@ from nnef_torch.cli.common import (
     MODEL_HELP,
     CLIError,
     add_input_shape,
+    add_source_options,
     add_verb,
     input_shapes,
     load_array,
@@ -123,7 +124,8 @@ def execute(args: argparse.Namespace) -> int:
     dtype = getattr(torch, args.dtype) if args.dtype else None
     check_device(args.device)
     reference = load_arrays(args.reference) if args.reference else None  # a bad reference fails before any work
-    module = nnef_torch.load(args.model, device=args.device, dtype=dtype, input_shapes=input_shapes(args.input_shape))
+    module = nnef_torch.load(args.model, params=args.params, format=args.format, device=args.device, dtype=dtype,
+                             input_shapes=input_shapes(args.input_shape))
     graph = module.nnef_graph
     externals = graph.signature.externals
     arrays = read_inputs(args.input, externals) or random_inputs(externals, args.seed)
@@ -194,6 +196,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
                          help="an input's value from a .npy file, or one .npz holding every input by name "
                               "(may be repeated)")
     add_input_shape(command)
+    add_source_options(command)
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     command.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs, by output name")
     command.add_argument("--reference", metavar="REF.npz", help="compare every output with this .npz (by name)")

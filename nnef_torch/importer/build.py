@@ -26,6 +26,7 @@ from nnef_torch.quant.modules import FakeQuantize
 
 _SPECIAL = ("external", "variable", "update")
 QUANTIZERS = "fake_quant"  # the submodule holding one FakeQuantize per graph.quant entry
+TRAINING_OPS = "training_ops"  # the submodule holding the operations that follow the training mode
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,24 @@ def implementations(custom_ops: Mapping[str, Callable[..., Any]] | None) -> Call
         if name in custom:
             return custom[name]
         op = registry.entry(name)
-        return op.torch if op is not None else None
+        return (op.module or op.torch) if op is not None else None
     return find
+
+
+def module_state(graph: Graph, custom_ops: Collection[str] = ()) -> set[str]:
+    """Labels of the variables that operations implemented as submodules update in training (their `state`
+    inputs): buffers of the module, not Parameters."""
+    variables = {variable.name: variable for variable in graph.signature.variables}
+    labels = set()
+    for op in graph.operations:
+        entry = registry.entry(op.name)
+        if entry is None or entry.module is None or op.name in custom_ops:
+            continue
+        for name in entry.state:
+            value = op.inputs.get(name)
+            if isinstance(value, Ref) and value.name in variables:
+                labels.add(variables[value.name].label)
+    return labels
 
 
 def check_supported(graph: Graph, find: Callable[[str], Callable | None]) -> None:
@@ -172,10 +189,13 @@ class GraphBuilder:
         args = [self.value(value) for value in op.inputs.values()]
         kwargs = {python_name(key): value for key, value in op.attribs.items()}
         before = len(self.tracer.graph.nodes)
+        entry = registry.entry(op.name)
         if op.name in self.custom:
             result = self._custom_call(fn, args, kwargs, op)
+        elif entry is not None and entry.module is not None:
+            result = self.tracer.create_proxy("call_module", self.submodule(TRAINING_OPS, op, entry.module(**kwargs)),
+                                              tuple(args), {})
         else:
-            entry = registry.entry(op.name)
             if entry is not None and entry.typed:
                 kwargs["dtype"] = declared_dtype(op.dtype or "scalar", self.float_dtype)
             result = fn(*args, **kwargs)
@@ -236,6 +256,17 @@ class GraphBuilder:
         if value.node in fresh:
             value.node._rename(python_name(name))
         self.env[name] = value
+
+    def submodule(self, holder_name: str, op: Operation, module: torch.nn.Module) -> str:
+        """Register `module` for operation `op` under the root's `holder_name`, named after its first result."""
+        holder = self.root._modules.get(holder_name)
+        if holder is None:
+            holder = torch.nn.Module()
+            self.root.add_module(holder_name, holder)
+        first = next(iter(op.outputs.values()))
+        key = python_name(first.name if isinstance(first, Ref) else op.name)
+        holder.add_module(key, module)
+        return f"{holder_name}.{key}"
 
     def quantizer(self, name: str, spec: Any) -> str:
         """Register the FakeQuantize of tensor `name`'s graph.quant entry on the root; its submodule path."""

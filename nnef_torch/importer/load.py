@@ -12,7 +12,15 @@ import torch
 import nnef_torch.ops.torch_ops  # noqa: F401  (registers the torch implementations)
 from nnef_torch.errors import NNEFError
 from nnef_torch.gc_pause import gc_paused
-from nnef_torch.importer.build import QUANTIZERS, GraphBuilder, Slot, check_supported, implementations, plan_slots
+from nnef_torch.importer.build import (
+    QUANTIZERS,
+    GraphBuilder,
+    Slot,
+    check_supported,
+    implementations,
+    module_state,
+    plan_slots,
+)
 from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
 from nnef_torch.importer.weights import Storage, declared_dtype, to_tensor
 from nnef_torch.ir.graph import Graph
@@ -48,7 +56,7 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
                            quant_file=files.quant_file, atomic=lambda name: find(name) is not None,
                            custom_shapes=custom_shapes, input_shapes=input_shapes if files.format == "nnef" else None)
         check_supported(graph, find)
-        slots = plan_slots(graph, files.state)
+        slots = plan_slots(graph, files.state | module_state(graph, set(custom_ops or ())))
         root = torch.nn.Module()  # meta placeholders: the graph is generated while the data is being read
         for slot in slots.values():
             empty = torch.empty(slot.shape, dtype=declared_dtype(slot.nnef_type, dtype), device="meta")

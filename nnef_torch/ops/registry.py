@@ -33,12 +33,17 @@ class OpEntry:
     shape: Callable[..., Any] | None = None  # shape rule: (*input shapes, **attributes) -> result shape(s)
     torch: Callable[..., Any] | None = None  # torch implementation: (*input tensors, **attributes) -> result(s)
     typed: bool = False  # the torch implementation takes the generic type as `dtype=` (a torch.dtype)
+    # an nn.Module class for ops whose behaviour follows the module's training mode: built from the attributes,
+    # called with the tensor inputs; `state` names the inputs it updates while training (they become buffers)
+    module: type | None = None
+    state: tuple[str, ...] = ()
     aten: dict[str, Callable[..., Any]] = field(default_factory=dict)  # ATen op name -> export rule
     imports: dict[tuple[str, str], ImportRule] = field(default_factory=dict)  # (format, operator) -> import rule
 
 
 _ATEN: dict[str, OpEntry] = {}  # ATen op name ('aten.conv2d.default') -> the entry whose rule exports it
 _IMPORTS: dict[str, dict[str, tuple[OpEntry, ImportRule]]] = {}  # format -> operator -> (entry, rule)
+_REFUSED: dict[str, dict[str, str]] = {}  # format -> operator -> why no NNEF form exists
 
 
 _TABLE: dict[str, OpEntry] = {}
@@ -85,6 +90,19 @@ def torch_op(name: str, *, typed: bool = False) -> Callable[[Callable[..., Any]]
     return register
 
 
+def torch_module(name: str, *, state: tuple[str, ...] = ()) -> Callable[[type], type]:
+    """Register the torch implementation of NNEF op `name` as an `nn.Module` class, for operations whose behaviour
+    depends on the module's training mode (batch statistics, dropout): the importer makes one submodule per
+    operation, constructed with the operation's attributes (NNEF names) and called with its tensor inputs. In eval
+    mode it must compute what the op's NNEF definition says. `state`: the tensor inputs it updates in training (a
+    variable read there is a buffer of the imported module, not a Parameter)."""
+    def register(cls: type) -> type:
+        _register(name, "module", cls)
+        _TABLE[name].state = tuple(state)
+        return cls
+    return register
+
+
 def export_rule(name: str, *aten_ops: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the function that exports the ATen operations `aten_ops` (overload names such as
     'aten.conv2d.default') mainly as NNEF op `name` (a standard op, or a fragment the exporter defines).
@@ -120,6 +138,8 @@ def import_rule(name: str, format: str, *operators: str, params: tuple[int, ...]
         op = _TABLE.setdefault(name, OpEntry(name))
         table = _IMPORTS.setdefault(format, {})
         for operator in operators:
+            if operator in _REFUSED.get(format, {}):
+                raise RuntimeError(f"{format} operator {operator!r} is refused, and cannot have an import rule")
             if operator in table:
                 raise RuntimeError(f"{format} operator {operator!r} already has an import rule "
                                    f"({table[operator][1].fn.__qualname__})")
@@ -128,6 +148,21 @@ def import_rule(name: str, format: str, *operators: str, params: tuple[int, ...]
             op.imports[(format, operator)] = rule
         return fn
     return register
+
+
+def refuse_import(format: str, reason: str, *operators: str) -> None:
+    """Record operators of `format` that are known and have no NNEF form, with the reason, so that a front end
+    reports them (with the operators it does not know) before converting anything."""
+    table = _REFUSED.setdefault(format, {})
+    for operator in operators:
+        if operator in table or operator in _IMPORTS.get(format, {}):
+            raise RuntimeError(f"{format} operator {operator!r} already has an import rule or a refusal")
+        table[operator] = reason
+
+
+def import_refusals(format: str) -> dict[str, str]:
+    """Every operator of `format` that is refused, with the reason."""
+    return dict(_REFUSED.get(format, {}))
 
 
 def import_rules(format: str) -> dict[str, ImportRule]:

@@ -91,3 +91,26 @@ def batch_normalization(input: Shape, mean: Shape, variance: Shape, offset: Shap
     if epsilon < 0:
         fail(op, f"'epsilon' must be non-negative, found {epsilon}")
     return tuple(input)
+
+
+@shape_rule('batch_norm_moving')
+def batch_norm_moving(input: Shape, mean: Shape, variance: Shape, offset: Shape, scale: Shape, *,
+                      epsilon: float, momentum: float) -> Shape:
+    # moving statistics are vectors (C,) of the channels on axis 1; offset and scale broadcast as NNEF's do
+    op = 'batch_norm_moving'
+    channels = input[1] if len(input) > 1 else None
+    for name, shape in (('mean', mean), ('variance', variance)):
+        if tuple(shape) != (channels,):
+            fail(op, f"'{name}' must have shape [{channels}] (the channels of axis 1), found {list(shape)}")
+    batch_normalization(input, (1,) + tuple(mean), (1,) + tuple(variance), offset, scale, epsilon=epsilon)
+    if not 0.0 <= momentum <= 1.0:
+        fail(op, f"'momentum' must be in [0, 1], found {momentum}")
+    return tuple(input)
+
+
+@shape_rule('dropout')
+def dropout(input: Shape, *, rate: float, axes: Sequence[int]) -> Shape:
+    if not 0.0 <= rate < 1.0:
+        fail('dropout', f"'rate' must be in [0, 1), found {rate}")
+    check_axes('dropout', 'axes', axes, len(input))
+    return tuple(input)

@@ -8,6 +8,7 @@ Split by idea, each module registering its own functions with `@torch_op`:
 - `torch_window` (`torch_border`, `torch_conv`, `torch_pool`): border modes and `pad`; conv, deconv, box,
   sampling and pooling ops
 - `torch_sampling`: up- and down-sampling, local normalizations, region-of-interest ops
+- `torch_training`: submodules for ops that follow the training mode (moving batch statistics, dropout)
 """
 from __future__ import annotations
 
@@ -16,5 +17,6 @@ from nnef_torch.ops import (  # noqa: F401  (imported to register the implementa
     torch_reduce,
     torch_sampling,
     torch_tensor,
+    torch_training,
     torch_window,
 )

@@ -8,25 +8,24 @@ unsupported operators before anything is converted, parameters (missing, extra, 
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from nnef_torch.errors import ForeignFormatError, Location, NNEFShapeError, NNEFUnsupportedError
+from nnef_torch.errors import ForeignFormatError, Location, NNEFError, NNEFShapeError, NNEFUnsupportedError
 from nnef_torch.format.labels import label_problem
 from nnef_torch.frontends.nnvm import rules  # noqa: F401  (registers the nnvm import rules)
 from nnef_torch.frontends.nnvm.attrs import Attributes
 from nnef_torch.frontends.nnvm.graph_json import GraphJSON, Node, check_row_pointers
-from nnef_torch.frontends.nnvm.node import OpNode, ParameterProblem
+from nnef_torch.frontends.nnvm.node import Hidden, Missing, OpNode, ParameterProblem
 from nnef_torch.frontends.nnvm.params import TYPE_FLAGS, Parameters
 from nnef_torch.frontends.nnvm.rules.common import LIBRARY, dtype_of
 from nnef_torch.ir.builder import Builder, Unmappable, fragment_library
 from nnef_torch.ir.document import graph_text
 from nnef_torch.ir.graph import Graph, Ref
-from nnef_torch.ops.registry import import_rules
+from nnef_torch.ops.registry import import_refusals, import_rules
 
 FORMAT = "nnvm"
 
@@ -35,9 +34,11 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
                   name: str) -> tuple[Graph, str, dict[str, np.ndarray], frozenset[str]]:
     """The IR graph, its NNEF text, the variables' values by label and the labels of state (aux) variables."""
     table = import_rules(FORMAT)
+    refused = import_refusals(FORMAT)
     unsupported = [node for node in graph.nodes if node.op != "null" and node.op not in table]
     if unsupported:
-        listed = "\n".join(f"  {node.where}" for node in unsupported)
+        listed = "\n".join(f"  {node.where}" + (f": {refused[node.op]}" if node.op in refused else "")
+                           for node in unsupported)
         ops = sorted({node.op for node in unsupported})
         raise NNEFUnsupportedError(f"{len(unsupported)} node(s) use operators nnef_torch does not read "
                                    f"({', '.join(ops)}):\n{listed}", Location(file=graph.file))
@@ -46,7 +47,7 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
     builder = Builder(library)
     shapes = _input_shapes(graph, kinds, input_shapes)
     values: list[tuple[Any, ...] | None] = [None] * len(graph.nodes)
-    counts: list[int] = [1] * len(graph.nodes)
+    counts: list[tuple[int, int]] = [(1, 1)] * len(graph.nodes)
     problems: list[str] = [f"'{node.name}' ({what}) is not in the parameters" for node, what in kinds.missing]
     labels: dict[str, str] = {}
     for node in graph.nodes:
@@ -58,7 +59,8 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
             continue  # it depends on a node skipped for a parameter problem
         inputs = [_read(values, entry, node, graph) for entry in node.inputs]
         op = OpNode(node, inputs, builder, graph.file, frozenset(table[node.op].params),
-                    [graph.nodes[e.node].name if graph.nodes[e.node].op == "null" else None for e in node.inputs])
+                    [graph.nodes[e.node].name if graph.nodes[e.node].op == "null" else None for e in node.inputs],
+                    graph.mxnet_version)
         builder.begin(node.name)
         try:
             result = table[node.op].fn(builder, op)
@@ -69,12 +71,17 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
             raise NNEFUnsupportedError(f"{node.where}: {error}", Location(file=graph.file)) from None
         except NNEFShapeError as error:
             raise ForeignFormatError(f"{node.where}: {error.message}", Location(file=graph.file)) from None
+        except (ZeroDivisionError, OverflowError, ValueError) as error:  # attribute values no rule foresaw
+            if isinstance(error, NNEFError):
+                raise
+            raise ForeignFormatError(f"{node.where}: invalid attributes ({error})", Location(file=graph.file)) \
+                from None
         unread = op.attrs.unread()
         if unread:
             raise op.fail(f"attributes {unread} are not understood by nnef_torch's rule for {node.op}")
         outputs = result if isinstance(result, tuple) else (result,)
-        values[node.index] = tuple(_named(builder, output, node, i, len(outputs)) for i, output in enumerate(outputs))
-        counts[node.index] = len(outputs)
+        values[node.index] = _named(builder, outputs, node)
+        counts[node.index] = (len(outputs), len(outputs) + op.optional_outputs)
     problems += [f"'{extra}' matches no argument of the graph" for extra in parameters.extra(graph)]
     if problems:
         raise ForeignFormatError(f"{len(problems)} parameter problem(s):\n" + "\n".join(f"  {p}" for p in problems),
@@ -88,7 +95,7 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
             builder.begin(graph.nodes[head.node].name)
             value = builder.op("copy", value, out_name=f"output{i}")
         outputs.append(value)
-    ir = _without_unused_inputs(builder.graph(_graph_name(name), outputs))
+    ir = builder.graph(builder.fresh(_graph_name(name)), outputs)
     state_names = set(parameters.aux) | {graph.nodes[node.inputs[p].node].name for node in graph.nodes
                                          if node.op != "null" for p in table[node.op].state if p < len(node.inputs)}
     state = frozenset(labels[arg] for arg in state_names if arg in labels)
@@ -181,7 +188,7 @@ def _argument(builder: Builder, node: Node, kinds: _Kinds, parameters: Parameter
             flag = Attributes(node.attrs, node.where, None).int("__dtype__")
             dtype = dtype_of(np.dtype(TYPE_FLAGS.get(flag, "float32")))
         return builder.external(node.name, dtype, shapes[node.index])
-    return None  # a missing parameter: its readers are skipped
+    return Missing(node.name)  # a missing parameter (reported): rules check the rest around it
 
 
 def _label(name: str, labels: dict[str, str]) -> str:
@@ -198,35 +205,31 @@ def _label(name: str, labels: dict[str, str]) -> str:
 def _read(values: Sequence[tuple[Any, ...] | None], entry: Any, node: Node | None, graph: GraphJSON) -> Any:
     produced = values[entry.node]
     source = graph.nodes[entry.node]
+    reader = node.where if node is not None else "a head"
     if produced is None:
-        raise ForeignFormatError(f"{node.where if node else 'a head'} reads {source.where}, which has no value",
-                                 Location(file=graph.file))
+        raise ForeignFormatError(f"{reader} reads {source.where}, which has no value", Location(file=graph.file))
     if entry.index >= len(produced):
-        reader = node.where if node is not None else "a head"
         raise ForeignFormatError(f"{reader} reads output {entry.index} of {source.where}, which has "
                                  f"{len(produced)} output(s)", Location(file=graph.file))
-    return produced[entry.index]
-
-
-def _named(builder: Builder, value: Any, node: Node, index: int, count: int) -> Any:
-    """Name a node's result after the node, where the rule made it."""
-    if isinstance(value, Ref) and value.name in builder.created:
-        return builder.rename(value, node.name if index == 0 else f"{node.name}_output{index}")
+    value = produced[entry.index]
+    if isinstance(value, Hidden):
+        raise ForeignFormatError(f"{reader} reads output {entry.index} of {source.where}, its {value.what}, which "
+                                 "nnef_torch does not compute", Location(file=graph.file))
     return value
 
 
-def _without_unused_inputs(graph: Graph) -> Graph:
-    """Inputs nothing reads (the labels of loss layers such as SoftmaxOutput) are left out."""
-    read = {ref.name for op in graph.operations for ref in op.input_refs()} | set(graph.outputs)
-    unused = {external.name for external in graph.signature.externals if external.name not in read}
-    if not unused:
-        return graph
-    operations = tuple(op for op in graph.operations
-                       if not (op.name == "external" and op.outputs["output"].name in unused))
-    signature = dataclasses.replace(graph.signature, externals=tuple(
-        external for external in graph.signature.externals if external.name not in unused))
-    tensors = {name: tensor for name, tensor in graph.tensors.items() if name not in unused}
-    return dataclasses.replace(graph, operations=operations, signature=signature, tensors=tensors)
+def _named(builder: Builder, outputs: Sequence[Any], node: Node) -> tuple[Any, ...]:
+    """Name a node's results after the node, where the rule made them (a rule may return one tensor twice)."""
+    renamed: dict[str, Ref] = {}
+    named = []
+    for index, value in enumerate(outputs):
+        if isinstance(value, Ref) and value.name in renamed:
+            value = renamed[value.name]
+        elif isinstance(value, Ref) and value.name in builder.created:
+            renamed[value.name] = builder.rename(value, node.name if index == 0 else f"{node.name}_output{index}")
+            value = renamed[value.name]
+        named.append(value)
+    return tuple(named)
 
 
 def _graph_name(name: str) -> str:

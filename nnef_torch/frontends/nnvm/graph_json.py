@@ -79,7 +79,7 @@ def parse_graph(document: Any, file: str | None) -> GraphJSON:
     heads = document["heads"]
     if not isinstance(heads, list) or not heads:
         raise fail("'heads' must be a non-empty list of entries [node, output, version]")
-    head_entries = tuple(_entry(head, len(nodes), f"head {i}", fail) for i, head in enumerate(heads))
+    head_entries = tuple(_entry(head, len(nodes), f"head {i}", fail, ordered=False) for i, head in enumerate(heads))
     row_ptr = None
     if document.get("node_row_ptr") is not None:
         row_ptr = _indices(document["node_row_ptr"], None, "node_row_ptr", fail)
@@ -88,18 +88,21 @@ def parse_graph(document: Any, file: str | None) -> GraphJSON:
     return GraphJSON(file, nodes, arg_nodes, head_entries, row_ptr, _graph_attrs(document.get("attrs"), fail))
 
 
-def check_row_pointers(graph: GraphJSON, output_counts: Sequence[int]) -> None:
-    """`node_row_ptr[i]` must be the number of outputs of the nodes before node i."""
+def check_row_pointers(graph: GraphJSON, output_counts: Sequence[tuple[int, int]]) -> None:
+    """`node_row_ptr` must start at 0 and grow by each node's output count: `output_counts[i]` is the range
+    (fewest, most) node i may have, as builds of a producer differ (MKLDNN max pooling adds a workspace)."""
     if graph.row_ptr is None:
         return
-    total = 0
-    for index, pointer in enumerate(graph.row_ptr):
-        if pointer != total:
-            node = f"before {graph.nodes[index].where}" if index < len(graph.nodes) else "at the end"
-            raise ForeignFormatError(f"node_row_ptr[{index}] is {pointer}, but the nodes {node} have {total} outputs "
-                                     "in all (it is the running sum of the output counts)", Location(file=graph.file))
-        if index < len(output_counts):
-            total += output_counts[index]
+    if graph.row_ptr[0] != 0:
+        raise ForeignFormatError(f"node_row_ptr[0] is {graph.row_ptr[0]}, expected 0 (it is the running sum of the "
+                                 "nodes' output counts)", Location(file=graph.file))
+    for index, (fewest, most) in enumerate(output_counts):
+        step = graph.row_ptr[index + 1] - graph.row_ptr[index]
+        if not fewest <= step <= most:
+            expected = str(fewest) if fewest == most else f"{fewest} to {most}"
+            raise ForeignFormatError(f"node_row_ptr[{index + 1}] - node_row_ptr[{index}] is {step}, but "
+                                     f"{graph.nodes[index].where} has {expected} output(s) (node_row_ptr is the "
+                                     "running sum of the nodes' output counts)", Location(file=graph.file))
 
 
 def _node(raw: Any, index: int, fail: Any) -> Node:
@@ -134,14 +137,14 @@ def _node(raw: Any, index: int, fail: Any) -> Node:
     return Node(index, op, name, entries, attrs, deps)
 
 
-def _entry(raw: Any, limit: int, what: str, fail: Any) -> Entry:
-    """[node, output] or [node, output, version]; `node` must be below `limit` (an earlier node)."""
+def _entry(raw: Any, limit: int, what: str, fail: Any, ordered: bool = True) -> Entry:
+    """[node, output] or [node, output, version]; `node` must be below `limit`: an earlier node when `ordered`."""
     if not (isinstance(raw, list) and len(raw) in (2, 3) and all(type(v) is int for v in raw)):
         raise fail(f"{what} must be an entry [node, output] or [node, output, version], found {raw!r}"[:300])
     node, output = raw[0], raw[1]
     if not 0 <= node < limit:
         problem = "comes later: the nodes are not in topological order, or they form a cycle" \
-            if node >= limit and limit > 0 else "is out of range"
+            if ordered and node >= limit else "is out of range"
         raise fail(f"{what} reads node {node}, which {problem}")
     if output < 0:
         raise fail(f"{what} reads output {output} of node {node}")

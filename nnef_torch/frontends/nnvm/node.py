@@ -12,6 +12,25 @@ from nnef_torch.ir.builder import Builder
 from nnef_torch.ir.graph import Ref
 
 
+class Hidden:
+    """An output a rule does not compute: a workspace, a dropout mask, saved batch statistics. Reading one is an
+    error that names it."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"Hidden({self.what!r})"
+
+
+class Missing:
+    """A parameter the files lack (already reported): a rule that reads it as a weight of known shape gets a
+    stand-in, so that the node's other parameters are still checked; any other use skips the node."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
 class ParameterProblem(Exception):
     """A parameter of this node is missing or has the wrong shape: the converter collects these and reports them
     together, skipping the nodes that depend on this one."""
@@ -19,7 +38,7 @@ class ParameterProblem(Exception):
 
 class OpNode:
     def __init__(self, node: Node, inputs: Sequence[Any], builder: Builder, file: str | None,
-                 params: frozenset[int], param_names: Sequence[str | None]):
+                 params: frozenset[int], param_names: Sequence[str | None], mxnet_version: int | None = None):
         self.index, self.op, self.name = node.index, node.op, node.name
         self.inputs = list(inputs)
         self.attrs = Attributes(node.attrs, node.where, file)
@@ -29,6 +48,10 @@ class OpNode:
         self._params = params  # positions of inputs that are parameters
         self._param_names = list(param_names)  # the argument node name behind each input (None for operators)
         self.problems: list[str] = []
+        self.optional_outputs = 0  # outputs some builds of the producer add after the rule's (a workspace)
+        # MXNet's version where the graph says it (an MXNet symbol), None for NNVM: operators of both that share a
+        # name but not a meaning (take, argmax) read it
+        self.mxnet_version = mxnet_version
 
     def fail(self, message: str) -> ForeignFormatError:
         return ForeignFormatError(f"{self.where}: {message}", Location(file=self.file))
@@ -39,13 +62,22 @@ class OpNode:
             expected = " or ".join(str(count) for count in counts)
             raise self.fail(f"expected {expected} inputs, found {len(self.inputs)}")
 
+    def allow_extra_outputs(self, count: int) -> None:
+        """Some builds of the producer give this node `count` more (hidden) outputs than the rule returns."""
+        self.optional_outputs = count
+
     def input(self, position: int) -> Any:
         if position >= len(self.inputs):
             raise self.fail(f"has {len(self.inputs)} inputs; input {position} is missing")
+        if isinstance(self.inputs[position], Missing):
+            raise ParameterProblem()
         return self.inputs[position]
 
     def param(self, position: int, shape: Sequence[int] | None = None, what: str = "weight") -> Ref:
         """The parameter at input `position`, whose shape must be `shape` (where given)."""
+        missing = self.inputs[position] if position < len(self.inputs) else None
+        if isinstance(missing, Missing) and shape is not None:  # a stand-in: the error lists it already
+            return self.builder.variable(missing.name, "scalar", shape, None)
         value = self.input(position)
         if shape is not None and tuple(self.builder.shape(value)) != tuple(int(extent) for extent in shape):
             name = self._param_names[position] or f"input {position}"
@@ -53,6 +85,12 @@ class OpNode:
                                  f"expected {[int(extent) for extent in shape]}")
             raise ParameterProblem()
         return value
+
+    def param_data(self, position: int) -> tuple[str, Any] | None:
+        """(label, values) of the variable read at input `position`, or None when the input is computed."""
+        value = self.input(position)
+        variable = next((v for v in self.builder.variables if isinstance(value, Ref) and v.name == value.name), None)
+        return None if variable is None else (variable.label, self.builder.data[variable.label])
 
     def shape(self, position: int) -> tuple[int, ...]:
         return self.builder.shape(self.input(position))

@@ -27,6 +27,7 @@ LIST_MAGIC = 0x112
 V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
 MAX_RANK = 32
 MAX_BYTES = 64 << 30
+MAX_ITEMS = 1 << 40
 # mshadow type flags
 TYPE_FLAGS = {0: "float32", 1: "float64", 2: "float16", 3: "uint8", 4: "int32", 5: "int8", 6: "int64", 7: "bool",
               8: "int16", 9: "uint16", 10: "uint32", 11: "uint64", 12: "bfloat16"}
@@ -219,4 +220,9 @@ def _shape(reader: _Reader, what: str, wide: bool) -> tuple[int, ...] | None:
     extents = (extents,) if isinstance(extents, int) else tuple(extents)
     if any(extent < 0 for extent in extents):
         raise reader.fail(f"{what} has a negative extent in shape {list(extents)}", at)
+    nonzero = 1
+    for extent in extents:
+        nonzero *= max(extent, 1)
+    if nonzero > MAX_ITEMS:  # even an empty array may not claim extents no real one could have
+        raise reader.fail(f"{what} has shape {list(extents)}, beyond {MAX_ITEMS:,} items", at)
     return extents

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from nnef_torch.frontends.nnvm.node import OpNode
-from nnef_torch.frontends.nnvm.rules.common import axis, channel_vector
+from nnef_torch.frontends.nnvm.node import Hidden, OpNode
+from nnef_torch.frontends.nnvm.rules.common import axes, axis, channel_vector
 from nnef_torch.ir.builder import Builder
 from nnef_torch.ops.registry import import_rule
 
@@ -46,7 +46,7 @@ def convolution(b: Builder, node: OpNode) -> Any:
     shape = b.shape(x)
     if len(shape) != spatial + 2:
         raise node.fail(f"a {spatial}-D kernel needs a rank-{spatial + 2} input, found shape {list(shape)}")
-    if shape[1] % groups or filters % groups:
+    if groups <= 0 or filters <= 0 or shape[1] % groups or filters % groups:
         raise node.fail(f"num_group {groups} must divide the input channels ({shape[1]}) and num_filter ({filters})")
     weight = node.param(1, [filters, shape[1] // groups] + kernel)
     bias = 0.0 if no_bias else channel_vector(b, node.param(2, [filters], "bias"), 2)
@@ -69,7 +69,7 @@ def deconvolution(b: Builder, node: OpNode) -> Any:
     shape = b.shape(x)
     if len(shape) != spatial + 2:
         raise node.fail(f"a {spatial}-D kernel needs a rank-{spatial + 2} input, found shape {list(shape)}")
-    if shape[1] % groups or filters % groups:
+    if groups <= 0 or filters <= 0 or shape[1] % groups or filters % groups:
         raise node.fail(f"num_group {groups} must divide the input channels ({shape[1]}) and num_filter ({filters})")
     dilated = [(k - 1) * d + 1 for k, d in zip(kernel, dilate)]
     if target and any(target):
@@ -109,27 +109,46 @@ def fully_connected(b: Builder, node: OpNode) -> Any:
     return out if len(leading) == 1 else b.op("reshape", out, shape=leading + [units])
 
 
-@import_rule("batch_normalization", NNVM, "BatchNorm", "BatchNorm_v1", params=(1, 2, 3, 4), state=(3, 4))
+@import_rule("batch_norm_moving", NNVM, "BatchNorm", "BatchNorm_v1", params=(1, 2, 3, 4), state=(3, 4))
 def batch_norm(b: Builder, node: OpNode) -> Any:
+    """Inference with the moving statistics; in training mode the imported module normalizes with the batch's
+    statistics and moves these toward them, as MXNet does (momentum m is torch's 1 - m), unless
+    `use_global_stats`. With `fix_gamma` (the default) gamma is 1 whatever the parameter holds."""
     node.arity(5)
     eps = node.attrs.float("eps", 1e-3)
-    node.attrs.float("momentum", 0.9)  # moving statistics only change in training
+    momentum = node.attrs.float("momentum", 0.9)
     fix_gamma = node.attrs.bool("fix_gamma", True)
-    node.attrs.bool("use_global_stats", False)  # inference reads the moving statistics either way
-    node.attrs.bool("output_mean_var", False)
+    global_stats = node.attrs.bool("use_global_stats", False)
+    if node.attrs.bool("output_mean_var", False):
+        raise node.fail("output_mean_var (the batch statistics as outputs) is not supported")
     node.attrs.bool("cudnn_off", False)
     node.attrs.float("min_calib_range", None)
     node.attrs.float("max_calib_range", None)
+    if not 0.0 <= momentum <= 1.0:
+        raise node.fail(f"momentum must be in [0, 1], found {momentum}")
     x = node.input(0)
     rank = b.rank(x)
     channel = axis(node, node.attrs.int("axis", 1), rank)
     count = b.shape(x)[channel]
     gamma, beta, mean, var = (node.param(i, [count], what) for i, what in
                               ((1, "gamma"), (2, "beta"), (3, "moving mean"), (4, "moving variance")))
-    scale = 1.0 if fix_gamma else channel_vector(b, gamma, rank, channel)
-    out = b.op("batch_normalization", x, channel_vector(b, mean, rank, channel), channel_vector(b, var, rank, channel),
-               channel_vector(b, beta, rank, channel), scale, epsilon=float(eps))
-    return out, mean, var
+    if rank < 2:
+        raise node.fail(f"BatchNorm needs an input of rank 2 or more, found shape {list(b.shape(x))}")
+    order = list(range(rank))
+    order[1], order[channel] = channel, 1  # the channels on axis 1, where NNEF's layout puts them
+    if channel != 1:
+        x = b.op("transpose", x, axes=order)
+    scale = 1.0 if fix_gamma else channel_vector(b, gamma, rank)
+    offset = channel_vector(b, beta, rank)
+    if global_stats:
+        out = b.op("batch_normalization", x, channel_vector(b, mean, rank), channel_vector(b, var, rank), offset,
+                   scale, epsilon=float(eps))
+    else:
+        out = b.op("batch_norm_moving", x, mean, var, offset, scale, epsilon=float(eps),
+                   momentum=float(1.0 - momentum))
+    if channel != 1:
+        out = b.op("transpose", out, axes=order)
+    return out, Hidden("batch mean"), Hidden("batch variance")
 
 
 def _activation(b: Builder, kind: str, x: Any) -> Any:
@@ -155,7 +174,7 @@ def leaky_relu(b: Builder, node: OpNode) -> Any:
     if kind == "leaky":
         return b.op("leaky_relu", x, alpha=float(slope))
     if kind == "rrelu":  # at inference, the mean of the random slope's range
-        return b.op("leaky_relu", x, alpha=float((lower + upper) / 2))
+        return b.op("leaky_relu", x, alpha=float((lower + upper) / 2)), Hidden("random slope mask")
     if kind == "elu":
         return b.op("elu", x, alpha=float(slope))
     if kind == "selu":
@@ -214,31 +233,31 @@ def softmax_output(b: Builder, node: OpNode) -> Any:
 
 @import_rule("softmax", NNVM, "SoftmaxActivation")
 def softmax_activation(b: Builder, node: OpNode) -> Any:
+    """Mode 'channel': over axis 1; 'instance': over the last axis (MXNet flattens the leading axes together)."""
     node.arity(1)
     x = node.input(0)
-    shape = b.shape(x)
-    if node.attrs.choice("mode", ("instance", "channel"), "instance") == "channel":
-        return b.op("softmax", x, axes=[1])
-    if len(shape) == 2:
-        return b.op("softmax", x, axes=[1])
-    flat = b.op("reshape", x, shape=[shape[0], math.prod(shape[1:])])
-    return b.op("reshape", b.op("softmax", flat, axes=[1]), shape=list(shape))
+    mode = node.attrs.choice("mode", ("instance", "channel"), "instance")
+    return b.op("softmax", x, axes=[1 if mode == "channel" else b.rank(x) - 1])
 
 
-@import_rule("copy", NNVM, "Dropout", "dropout")
+@import_rule("dropout", NNVM, "Dropout", "dropout")
 def dropout(b: Builder, node: OpNode) -> Any:
+    """A copy at inference; the imported module drops items in training mode, as MXNet does."""
     node.arity(1)
     rate = node.attrs.float("p", node.attrs.float("rate", 0.5))
     mode = node.attrs.choice("mode", ("training", "always"), "training")
-    node.attrs.ints("axes", ())
+    x = node.input(0)
+    shared = axes(node, node.attrs.ints("axes", ()), b.rank(x), "axes")
     node.attrs.bool("cudnn_off", False)
+    if not 0.0 <= rate < 1.0:
+        raise node.fail(f"the dropout rate must be in [0, 1), found {rate}")
     if mode == "always" and rate > 0:
         raise node.fail("Dropout with mode 'always' drops at inference too; NNEF has no random operations")
-    out = b.op("copy", node.input(0))
-    return out, out  # MXNet's Dropout also gives its mask
+    out = b.op("dropout", x, rate=float(rate), axes=shared) if rate > 0 else b.op("copy", x)
+    return out, Hidden("dropout mask")
 
 
-@import_rule("local_response_normalization", NNVM, "LRN", "lrn")
+@import_rule("local_response_normalization", NNVM, "LRN")
 def lrn(b: Builder, node: OpNode) -> Any:
     node.arity(1)
     size = node.attrs.int("nsize") if node.attrs.has("nsize") else node.attrs.int("size")
@@ -249,14 +268,15 @@ def lrn(b: Builder, node: OpNode) -> Any:
     x = node.input(0)
     out = b.op("local_response_normalization", x, size=[1, size] + [1] * (b.rank(x) - 2), alpha=float(alpha),
                beta=float(beta), bias=float(bias))
-    return out, out  # MXNet's LRN also gives its normalization denominator
+    return out, Hidden("normalization denominator")
 
 
 @import_rule("layer_norm", NNVM, "LayerNorm", params=(1, 2))
 def layer_norm(b: Builder, node: OpNode) -> Any:
     node.arity(3)
     eps = node.attrs.float("eps", 1e-5)
-    node.attrs.bool("output_mean_var", False)
+    if node.attrs.bool("output_mean_var", False):
+        raise node.fail("output_mean_var (the mean and standard deviation as outputs) is not supported")
     x = node.input(0)
     rank = b.rank(x)
     where = axis(node, node.attrs.int("axis", -1), rank)
@@ -264,7 +284,8 @@ def layer_norm(b: Builder, node: OpNode) -> Any:
     gamma, beta = node.param(1, [count], "gamma"), node.param(2, [count], "beta")
     scale, offset = (b.op("reshape", v, shape=[1] * where + [count] + [1] * (rank - where - 1)) if rank > 1 else v
                      for v in (gamma, beta))
-    return b.op("layer_norm", x, scale, offset, axes=[where], epsilon=float(eps))
+    return b.op("layer_norm", x, scale, offset, axes=[where], epsilon=float(eps)), Hidden("mean"), \
+        Hidden("standard deviation")
 
 
 @import_rule("instance_norm", NNVM, "InstanceNorm", params=(1, 2))
@@ -274,8 +295,9 @@ def instance_norm(b: Builder, node: OpNode) -> Any:
     x = node.input(0)
     count = b.shape(x)[1]
     gamma, beta = node.param(1, [count], "gamma"), node.param(2, [count], "beta")
-    return b.op("instance_norm", x, channel_vector(b, gamma, 2), channel_vector(b, beta, 2),
-                axes=list(range(2, b.rank(x))), epsilon=float(eps))
+    out = b.op("instance_norm", x, channel_vector(b, gamma, 2), channel_vector(b, beta, 2),
+               axes=list(range(2, b.rank(x))), epsilon=float(eps))
+    return out, Hidden("mean"), Hidden("variance")
 
 
 @import_rule("l2_normalization", NNVM, "L2Normalization")
@@ -287,7 +309,7 @@ def l2_normalization(b: Builder, node: OpNode) -> Any:
     rank = b.rank(x)
     reduced = {"instance": list(range(1, rank)), "channel": [1], "spatial": list(range(2, rank))}[mode]
     norm = b.op("sqrt", b.op("add", b.op("sum_reduce", b.op("sqr", x), axes=reduced), float(eps)))
-    return b.op("div", x, norm)
+    return b.op("div", x, norm), Hidden("norm")
 
 
 @import_rule("nearest_upsample", NNVM, "UpSampling")

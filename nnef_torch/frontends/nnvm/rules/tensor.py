@@ -19,18 +19,11 @@ NNVM = "nnvm"
 
 def reshape_target(node: OpNode, shape: Sequence[int], source: Sequence[int], reverse: bool) -> list[int]:
     """MXNet's Reshape: positive extents, 0 copies an input extent, -1 infers one, -2 copies the rest, -3 merges
-    two input extents, -4 splits one into the next two values (one may be -1); `reverse` reads both from the right."""
+    two input extents, -4 splits one into the next two values (one may be -1). `reverse` reverses the codes and the
+    input shape, reads them so, and reverses the result (as `InferReshapeShape` does): a -4 then splits into the
+    two values written before it, last one first."""
     if reverse:
-        special = list(shape)
-        flipped, i = [], len(special) - 1
-        while i >= 0:  # -4 and its two values stay in order when the shape is read backwards
-            if i >= 2 and special[i - 2] == -4:
-                flipped += [-4, special[i], special[i - 1]]
-                i -= 3
-            else:
-                flipped.append(special[i])
-                i -= 1
-        return reshape_target(node, flipped, list(reversed(source)), False)[::-1]
+        return reshape_target(node, list(shape)[::-1], list(source)[::-1], False)[::-1]
     dst: list[int] = []
     inferred, src, i = -1, 0, 0
 
@@ -113,7 +106,7 @@ def flatten(b: Builder, node: OpNode) -> Any:
         else b.op("copy", node.input(0))
 
 
-@import_rule("concat", NNVM, "Concat", "concat", "concatenate")
+@import_rule("concat", NNVM, "Concat", "concat", "concatenate", "_rnn_param_concat")
 def concat(b: Builder, node: OpNode) -> Any:
     if not node.inputs:
         raise node.fail("has no inputs")
@@ -230,6 +223,9 @@ def slice_(b: Builder, node: OpNode) -> Any:
     begins = node.attrs.tuple("begin")
     ends = node.attrs.tuple("end")
     steps = node.attrs.tuple("step", ()) if node.attrs.has("step") else node.attrs.tuple("stride", ())
+    if node.op == "strided_slice":  # NNVM: begin, end and stride each padded to the rank with their defaults
+        count = max(len(begins), len(ends), len(steps))
+        begins, ends = (tuple(v) + (None,) * (count - len(v)) for v in (begins, ends))
     if len(begins) != len(ends) or len(begins) > b.rank(x) or len(steps) > len(begins):
         raise node.fail(f"begin {begins}, end {ends} and step {steps} must have equal lengths, at most the rank")
     return _slice(b, node, x, begins, ends, steps)
@@ -284,8 +280,13 @@ def indices(b: Builder, node: OpNode, raw: Any, count: int, mode: str) -> Any:
 def take(b: Builder, node: OpNode) -> Any:
     node.arity(2)
     data, index = node.inputs
+    # MXNet's axis defaults to 0; NNVM's to none, which takes from the flattened data
+    given = node.attrs.int("axis", 0 if node.mxnet_version is not None else None)
+    if given is None:
+        data = b.op("reshape", data, shape=[math.prod(b.shape(data))]) if b.rank(data) != 1 else data
+        given = 0
     rank = b.rank(data)
-    dim = axis(node, node.attrs.int("axis", 0), rank)
+    dim = axis(node, given, rank)
     mode = node.attrs.choice("mode", ("clip", "wrap", "raise"), "clip")
     return b.op("gather", data, indices(b, node, index, b.shape(data)[dim], "wrap" if mode == "wrap" else "clip"),
                 axis=dim)
@@ -370,7 +371,7 @@ def _reduce(op: str) -> Callable[[Builder, OpNode], Any]:
         if not all(isinstance(a, int) for a in given):
             raise node.fail(f"attribute 'axis' must hold integers, found {given}")
         chosen = axes(node, given, rank) if given else list(range(rank))
-        if node.attrs.bool("exclude", False):
+        if node.attrs.bool("exclude", False) and given:  # no axes: all of them, excluded or not
             chosen = [a for a in range(rank) if a not in chosen]
         keepdims = node.attrs.bool("keepdims", False)
         if not chosen:
@@ -398,25 +399,31 @@ for _op, _names in {"sum_reduce": ("sum", "sum_axis"), "sum_normalized": ("mean"
 
 @import_rule("matmul", NNVM, "dot")
 def dot(b: Builder, node: OpNode) -> Any:
+    """MXNet's dot (`DotShape`) sees each operand as a matrix: lhs as (leading axes, last axis), or with transpose_a
+    as (first axis, trailing axes), contracting the last or the first axis; rhs as (first axis, trailing axes), or
+    with transpose_b as (leading axes, last axis). The kept axes keep their order; two vectors give shape [1]."""
     node.arity(2)
     lhs, rhs = node.inputs
     transpose_a, transpose_b = node.attrs.bool("transpose_a", False), node.attrs.bool("transpose_b", False)
     node.attrs.str("forward_stype", "None")
     if b.rank(lhs) == 2 and b.rank(rhs) == 2:
         return b.op("matmul", lhs, rhs, transposeA=transpose_a, transposeB=transpose_b)
-    if transpose_a:
-        lhs = b.op("transpose", lhs, axes=list(range(b.rank(lhs)))[::-1])
-    if transpose_b:
-        rhs = b.op("transpose", rhs, axes=list(range(b.rank(rhs)))[::-1])
-    left, right = b.shape(lhs), b.shape(rhs)
-    if left[-1] != right[0]:
-        raise node.fail(f"dot contracts the last axis of {list(left)} with the first of {list(right)}: they differ")
-    product = b.op("matmul", b.op("reshape", lhs, shape=[math.prod(left[:-1]), left[-1]]),
-                   b.op("reshape", rhs, shape=[right[0], math.prod(right[1:])]))
-    return b.op("reshape", product, shape=list(left[:-1]) + list(right[1:]))
+    left, right = list(b.shape(lhs)), list(b.shape(rhs))
+    if len(left) == 1 and len(right) == 1 and (transpose_a or transpose_b):
+        raise node.fail("dot cannot transpose vectors")
+    contracted_left, kept_left = (left[0], left[1:]) if transpose_a else (left[-1], left[:-1])
+    contracted_right, kept_right = (right[-1], right[:-1]) if transpose_b else (right[0], right[1:])
+    if contracted_left != contracted_right:
+        raise node.fail(f"dot contracts extent {contracted_left} of {left} with extent {contracted_right} of {right}")
+    matrix_left = [contracted_left, math.prod(kept_left)] if transpose_a else [math.prod(kept_left), contracted_left]
+    matrix_right = [math.prod(kept_right), contracted_right] if transpose_b else \
+        [contracted_right, math.prod(kept_right)]
+    product = b.op("matmul", b.op("reshape", lhs, shape=matrix_left), b.op("reshape", rhs, shape=matrix_right),
+                   transposeA=transpose_a, transposeB=transpose_b)
+    return b.op("reshape", product, shape=kept_left + kept_right or [1])
 
 
-@import_rule("matmul", NNVM, "batch_dot", "matmul")
+@import_rule("matmul", NNVM, "batch_dot")
 def batch_dot(b: Builder, node: OpNode) -> Any:
     node.arity(2)
     lhs, rhs = node.inputs
