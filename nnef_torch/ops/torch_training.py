@@ -13,10 +13,12 @@ from nnef_torch.ops.registry import torch_module
 from nnef_torch.ops.torch_reduce import batch_normalization
 
 
-def _channel_vector(value: Any, channels: int, like: torch.Tensor) -> torch.Tensor:
-    """An affine parameter ([1, C], [C] or a number) as the (C,) vector F.batch_norm takes."""
+def _channel_vector(value: Any, channels: int, like: torch.Tensor, neutral: float) -> torch.Tensor | None:
+    """An affine parameter ([1, C], [C] or a number) as the (C,) vector F.batch_norm takes; None for `neutral`."""
     if isinstance(value, torch.Tensor):
         return value.reshape(-1).expand(channels) if value.numel() == 1 else value.reshape(channels)
+    if float(value) == neutral:
+        return None
     return torch.full((channels,), float(value), dtype=like.dtype, device=like.device)
 
 
@@ -33,13 +35,14 @@ class BatchNormMoving(torch.nn.Module):
 
     def forward(self, input: torch.Tensor, mean: torch.Tensor, variance: torch.Tensor, offset: Any,
                 scale: Any) -> torch.Tensor:
-        if not self.training:
-            shape = (1, -1)
-            return batch_normalization(input, mean.reshape(shape), variance.reshape(shape), offset, scale,
-                                       epsilon=self.epsilon)
         channels = input.shape[1]
-        output = F.batch_norm(input, None, None, _channel_vector(scale, channels, input),
-                              _channel_vector(offset, channels, input), True, 0.0, self.epsilon)
+        weight, bias = _channel_vector(scale, channels, input, 1.0), _channel_vector(offset, channels, input, 0.0)
+        if not self.training:
+            if mean.requires_grad or variance.requires_grad:  # statistics a caller made trainable
+                return batch_normalization(input, mean.reshape(1, -1), variance.reshape(1, -1), offset, scale,
+                                           epsilon=self.epsilon)
+            return F.batch_norm(input, mean, variance, weight, bias, False, 0.0, self.epsilon)
+        output = F.batch_norm(input, None, None, weight, bias, True, 0.0, self.epsilon)
         with torch.no_grad():
             dims = [0] + list(range(2, input.dim()))
             batch_variance, batch_mean = torch.var_mean(input.detach(), dim=dims, correction=0)

@@ -37,7 +37,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # tests/, for `frontends.nnvm.*`
 
+from frontends.nnvm import mxnet_rnn_cases  # noqa: E402, F401  (registers the RNN cases)
 from frontends.nnvm.mxnet_op_cases import CASES, Built  # noqa: E402
+from frontends.nnvm.mxnet_training_cases import make_training_fixture  # noqa: E402
 from frontends.nnvm.mxnet_zoo_cases import NETS, Net, run_net  # noqa: E402
 
 FIXTURES = HERE / "fixtures"
@@ -153,16 +155,19 @@ def _make_zoo(names: list[str], whole: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", metavar="NAME", help="a case or net to regenerate (repeatable)")
-    parser.add_argument("--part", choices=("ops", "zoo"), help="regenerate only the operator or the model-zoo cases")
+    parser.add_argument("--part", choices=("ops", "zoo", "training"),
+                        help="regenerate only the operator, model-zoo or training cases")
     args = parser.parse_args(argv)
     only = set(args.only or [])
     unknown = only - set(CASES) - set(NETS)
     if unknown:
         parser.error(f"unknown cases {sorted(unknown)}")
-    if args.part != "zoo":
+    if args.part in (None, "ops"):
         _make_ops([name for name in CASES if not only or name in only], whole=not only)
-    if args.part != "ops" and os.environ.get("MXNET_MKLDNN_ENABLED") != "0":
+    if args.part in (None, "zoo") and os.environ.get("MXNET_MKLDNN_ENABLED") != "0":
         _make_zoo([name for name in NETS if not only or name in only], whole=not only)
+    if args.part in (None, "training") and not only and os.environ.get("MXNET_MKLDNN_ENABLED") != "0":
+        make_training_fixture(FIXTURES / "training")
 
 
 if __name__ == "__main__":

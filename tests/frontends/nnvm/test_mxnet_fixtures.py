@@ -36,7 +36,7 @@ FAMILIES = {
     "Concat", "elemwise", "broadcast", "scalar", "Reshape", "transpose", "expand_dims", "squeeze", "SliceChannel",
     "slice", "slice_axis", "softmax", "log_softmax", "SoftmaxOutput", "SoftmaxActivation", "Dropout", "LRN",
     "Embedding", "LayerNorm", "InstanceNorm", "L2Normalization", "clip", "reduce", "dot", "UpSampling", "Pad", "Cast",
-    "where", "take", "one_hot", "arange", "zeros_like", "ones_like", "BlockGrad", "_copy"}
+    "where", "take", "one_hot", "arange", "zeros_like", "ones_like", "BlockGrad", "_copy", "RNN"}
 
 # Cases nnef_torch reads differently from this MXNet build, on purpose: case -> why (strict xfail).
 NNEF_TORCH_BUGS: dict[str, str] = {

@@ -145,7 +145,7 @@ def batch_norm(b: Builder, node: OpNode) -> Any:
                    scale, epsilon=float(eps))
     else:
         out = b.op("batch_norm_moving", x, mean, var, offset, scale, epsilon=float(eps),
-                   momentum=float(1.0 - momentum))
+                   momentum=round(1.0 - momentum, 15))  # 1 - 0.8 is 0.2, not 0.19999999999999996
     if channel != 1:
         out = b.op("transpose", out, axes=order)
     return out, Hidden("batch mean"), Hidden("batch variance")

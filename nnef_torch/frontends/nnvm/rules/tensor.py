@@ -131,6 +131,16 @@ def transpose(b: Builder, node: OpNode) -> Any:
     return b.op("transpose", node.input(0), axes=order)
 
 
+@import_rule("transpose", NNVM, "SwapAxis", "swapaxes")
+def swap_axes(b: Builder, node: OpNode) -> Any:
+    node.arity(1)
+    rank = b.rank(node.input(0))
+    first, second = (axis(node, node.attrs.int(key, 0), rank, key) for key in ("dim1", "dim2"))
+    order = list(range(rank))
+    order[first], order[second] = second, first
+    return b.op("transpose", node.input(0), axes=order) if first != second else b.op("copy", node.input(0))
+
+
 @import_rule("unsqueeze", NNVM, "expand_dims")
 def expand_dims(b: Builder, node: OpNode) -> Any:
     node.arity(1)
