@@ -47,6 +47,8 @@ class Run:
     notes: list[str] = field(default_factory=list)
     finished: str = ""
     load_end: str = ""
+    columns: dict[str, str] | None = None  # column -> header, in order; default HEADERS (bench/run.py's)
+    legend: str = ""  # what the ratios mean; default RATIO_LEGEND
 
 
 def version(package: str) -> str:
@@ -130,20 +132,23 @@ def _cell(row: Row, column: str) -> str:
     return text + (" †" if column in row.flagged else "")
 
 
-def table(rows: list[Row]) -> str:
-    """The markdown table; ratios = column / ours (> 1: ours is faster)."""
-    lines = ["| model | metric | " + " | ".join(HEADERS[c] for c in COLUMNS) + " |",
-             "|---|---|" + "---:|" * len(COLUMNS)]
+def table(rows: list[Row], columns: dict[str, str] | None = None) -> str:
+    """The markdown table; ratios = column / ours (> 1: ours is faster). `columns`: column -> header, in order
+    (default: bench/run.py's, HEADERS)."""
+    columns = columns or HEADERS
+    lines = ["| model | metric | " + " | ".join(columns.values()) + " |",
+             "|---|---|" + "---:|" * len(columns)]
     for row in rows:
-        lines.append(f"| {row.model} | {row.metric} | " + " | ".join(_cell(row, c) for c in COLUMNS) + " |")
+        lines.append(f"| {row.model} | {row.metric} | " + " | ".join(_cell(row, c) for c in columns) + " |")
     return "\n".join(lines)
 
 
-def failures(rows: list[Row]) -> list[str]:
+def failures(rows: list[Row], columns: dict[str, str] | None = None) -> list[str]:
     """A line per failed cell (`fails`) and per flagged cell (†)."""
-    failed = [f"{row.model} {row.metric}, {HEADERS[column]}: {reason}" for row in rows
+    columns = columns or HEADERS
+    failed = [f"{row.model} {row.metric}, {columns.get(column, column)}: {reason}" for row in rows
               for column, reason in row.failures.items() if reason != LOAD_FAILED]
-    return failed + [f"† {row.model} {row.metric}, {HEADERS[column]}: {reason}" for row in rows
+    return failed + [f"† {row.model} {row.metric}, {columns.get(column, column)}: {reason}" for row in rows
                      for column, reason in row.flagged.items()]
 
 
@@ -160,8 +165,8 @@ def markdown(run: Run) -> str:
     lines += [f"- {key}: {value}" for key, value in run.versions.items()]
     lines += ["", "## Settings", ""]
     lines += [f"- {key}: {value}" for key, value in run.settings.items()]
-    lines += ["", "## Results", "", RATIO_LEGEND + ".", "", table(run.rows), ""]
-    failed = failures(run.rows)
+    lines += ["", "## Results", "", (run.legend or RATIO_LEGEND) + ".", "", table(run.rows, run.columns), ""]
+    failed = failures(run.rows, run.columns)
     if failed:
         lines += ["Cells that say `fails` or carry †:", ""] + [f"- {text}" for text in failed] + [""]
     if run.notes:

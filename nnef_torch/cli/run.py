@@ -55,6 +55,19 @@ def read_inputs(values: Sequence[str], externals: Sequence) -> dict[str, np.ndar
     return arrays
 
 
+def given_shapes(values: Sequence[str]) -> dict[str, list[int]]:
+    """The shapes of the inputs given by name (NAME=file.npy, or a .npz): a model of another format often does not
+    declare its input shapes, and the arrays say them."""
+    shapes: dict[str, list[int]] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if sep:
+            shapes[name] = list(load_array(path).shape)
+        elif value.lower().endswith(".npz"):
+            shapes.update({key: list(array.shape) for key, array in load_arrays(value).items()})
+    return shapes
+
+
 def random_inputs(externals: Sequence, seed: int) -> dict[str, np.ndarray]:
     """Seeded inputs of the graph's shapes: floats standard normal, integers in 0..3, logicals fair coins."""
     rng = np.random.default_rng(seed)
@@ -120,12 +133,16 @@ def execute(args: argparse.Namespace) -> int:
     import torch
 
     import nnef_torch
+    from nnef_torch import frontends
 
     dtype = getattr(torch, args.dtype) if args.dtype else None
     check_device(args.device)
     reference = load_arrays(args.reference) if args.reference else None  # a bad reference fails before any work
+    shapes = input_shapes(args.input_shape)
+    if args.input and (args.format or frontends.detect(args.model)[0]) != "nnef":
+        shapes = {**given_shapes(args.input), **shapes}
     module = nnef_torch.load(args.model, params=args.params, format=args.format, device=args.device, dtype=dtype,
-                             input_shapes=input_shapes(args.input_shape))
+                             input_shapes=shapes)
     graph = module.nnef_graph
     externals = graph.signature.externals
     arrays = read_inputs(args.input, externals) or random_inputs(externals, args.seed)

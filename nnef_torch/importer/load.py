@@ -45,6 +45,9 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
     input_shapes: new shapes for graph inputs, by name (spec 2.2). custom_ops: torch implementations of
     operations by name, called with the NNEF signature; they replace fragments defined in the document too.
     progress: show a tqdm bar while reading tensors (default: on a terminal, for large models).
+
+    The module is returned in eval mode, ready for inference; `.train()` switches the operations that follow the
+    training mode (batch statistics and dropout of imported MXNet models) to their training behaviour.
     """
     if dtype is not None and not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating dtype, not {dtype}")
@@ -77,6 +80,7 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
         options = files.options
     if builder.quantizers and device is not None and device.type != "meta":
         module.get_submodule(QUANTIZERS).to(device)
+    module.eval()
     module.meta[INFO_KEY] = ModelInfo(graph, graph_text, quant_text, slots, storage, os.fspath(source),
                                       builder.quantizers, options)
     return module

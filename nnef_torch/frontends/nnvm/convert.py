@@ -168,7 +168,9 @@ def _input_shapes(graph: GraphJSON, kinds: _Kinds, given: Mapping[str, Any] | No
         shapes[index] = shape
     if lacking:
         example = ", ".join(f"'{name}': [1, 3, 224, 224]" for name in lacking[:2])
-        raise ValueError(f"the graph does not say the shape of input(s) {lacking}; pass input_shapes={{{example}}}")
+        raise ForeignFormatError(f"the graph does not say the shape of input(s) {lacking}; give them: "
+                                 f"input_shapes={{{example}}} (command line: --input-shape NAME=1,3,224,224)",
+                                 Location(file=graph.file))
     return shapes
 
 
