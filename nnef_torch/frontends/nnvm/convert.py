@@ -52,7 +52,7 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
     labels: dict[str, str] = {}
     for node in graph.nodes:
         if node.op == "null":
-            value = _argument(builder, node, kinds, parameters, shapes, labels)
+            value = _argument(builder, node, graph, kinds, parameters, shapes, labels)
             values[node.index] = (None,) if node.index in kinds.unused else None if value is None else (value,)
             continue
         if any(values[entry.node] is None for entry in node.inputs):
@@ -178,18 +178,29 @@ def _attr_shape(node: Node, file: str | None) -> tuple[int, ...]:
     return tuple(Attributes(node.attrs, node.where, file).ints("__shape__"))
 
 
-def _argument(builder: Builder, node: Node, kinds: _Kinds, parameters: Parameters,
+def _input_dtype(node: Node, graph: GraphJSON) -> str:
+    """An input's NNEF type: from its `__dtype__` attribute, else the graph's inferred `dtype` list, else scalar."""
+    flag = None
+    if "__dtype__" in node.attrs:
+        flag = Attributes(node.attrs, node.where, graph.file).int("__dtype__")
+    elif isinstance(graph.attrs.get("dtype"), list) and graph.row_ptr is not None \
+            and graph.row_ptr[node.index] < len(graph.attrs["dtype"]):
+        flag = graph.attrs["dtype"][graph.row_ptr[node.index]]
+    if flag is None or flag == -1:  # -1: not inferred
+        return "scalar"
+    if flag not in TYPE_FLAGS:
+        raise ForeignFormatError(f"{node.where}: unknown type flag {flag}", Location(file=graph.file))
+    return dtype_of(np.dtype(TYPE_FLAGS[flag] if TYPE_FLAGS[flag] != "bfloat16" else "float32"))
+
+
+def _argument(builder: Builder, node: Node, graph: GraphJSON, kinds: _Kinds, parameters: Parameters,
               shapes: Mapping[int, tuple[int, ...]], labels: dict[str, str]) -> Any:
     if node.index in kinds.params:
         array = parameters[node.name]
         label = _label(node.name, labels)
         return builder.variable(label, dtype_of(array.dtype), array.shape or (1,), array.reshape(array.shape or (1,)))
     if node.index in shapes:
-        dtype = "scalar"
-        if "__dtype__" in node.attrs:
-            flag = Attributes(node.attrs, node.where, None).int("__dtype__")
-            dtype = dtype_of(np.dtype(TYPE_FLAGS.get(flag, "float32")))
-        return builder.external(node.name, dtype, shapes[node.index])
+        return builder.external(node.name, _input_dtype(node, graph), shapes[node.index])
     return Missing(node.name)  # a missing parameter (reported): rules check the rest around it
 
 

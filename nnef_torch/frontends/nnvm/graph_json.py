@@ -16,7 +16,8 @@ from typing import Any
 from nnef_torch.errors import ForeignFormatError, Location
 
 _ATTR_KEYS = ("param", "attr", "attrs")  # oldest first: a later key's value wins
-_NODE_KEYS = frozenset({"op", "name", "inputs", "control_deps", "subgraphs", *_ATTR_KEYS})
+# MXNet before 0.9 also wrote `backward_source_id` (-1 for every node of a symbol); it carries no meaning here
+_NODE_KEYS = frozenset({"op", "name", "inputs", "control_deps", "subgraphs", "backward_source_id", *_ATTR_KEYS})
 _TYPED = {"int", "size_t", "list_int", "list_shape", "list_str", "str"}
 
 
