@@ -170,6 +170,11 @@ def import_rules(format: str) -> dict[str, ImportRule]:
     return {operator: rule for operator, (_, rule) in _IMPORTS.get(format, {}).items()}
 
 
+def import_targets(format: str) -> dict[str, str]:
+    """Every operator of `format` that a front end reads, with the NNEF operation its rule mainly writes."""
+    return {operator: op.name for operator, (op, _) in _IMPORTS.get(format, {}).items()}
+
+
 def export_rules() -> dict[str, Callable[..., Any]]:
     """Every ATen operation the exporter translates, with its rule."""
     return {aten: op.aten[aten] for aten, op in _ATEN.items()}
