@@ -17,7 +17,8 @@ For each torch thread setting (`--threads`: 1 and torch's default, the same in e
   (bench_import.interleaved: warm-up calls, then `--reps` samples each, the order rotating); median per call;
 - load: rounds of three new processes, the order rotating: `nnef_torch.load(symbol, params=..., input_shapes=...)`
   in a process that has imported torch and nnef_torch but never loaded anything (cold: the importer, the op table
-  and the front end are loaded by this call), then `--warm-loads` more loads in that process (warm: median); the
+  and the front end are loaded by this call), then `--warm-loads` more loads in that process (warm: median; each
+  after an untimed gc.collect(), which frees the module before, whose fx graph holds reference cycles); the
   floor, `open(params, 'rb').read()`, in a process of its own; and `numpy.fromfile(params, uint8)` in another. The
   page cache is warm for all (the file was just written, and every round reads it). Also measured in the load
   process: the peak RSS of the cold load over the file's size (bench/memory.py), and a breakdown of one more warm
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import gc
 import importlib
 import io
 import json
@@ -161,6 +163,7 @@ def worker(args: argparse.Namespace) -> None:
         del module
         warm = []
         for _ in range(args.warm_loads):
+            gc.collect()  # the last module (the fx graph holds cycles) is freed before the next load, not during it
             start = time.perf_counter()
             module = load()
             warm.append(time.perf_counter() - start)
@@ -168,6 +171,7 @@ def worker(args: argparse.Namespace) -> None:
         result["warm_seconds"] = warm
         spent: dict[str, float] = {}
         result["not_instrumented"] = instrument(spent)
+        gc.collect()
         start = time.perf_counter()
         module = load()
         total = time.perf_counter() - start
@@ -217,15 +221,35 @@ def bench_forward(symbol: str, params: str, twin: Any, args: argparse.Namespace,
             with torch.no_grad():
                 seconds = interleaved({"ours": lambda module=module, x=x: module(x), "twin": lambda x=x: twin(x)},
                                       s.reps, s.min_sample, budget=s.budget)
+                fastest = dict(MINIMA)
+                faults = page_faults({"ours": lambda module=module, x=x: module(x), "twin": lambda x=x: twin(x)})
             row = Row(f"{MODEL} b{batch}", f"forward, {_threads(threads, args)}", seconds=dict(seconds))
             if batch in flagged:
                 row.flagged["ours"] = flagged[batch]
             rows.append(row)
             notes.append(f"forward b{batch}, {_threads(threads, args)}: twin / ours of the fastest samples "
-                         f"{MINIMA['twin'] / MINIMA['ours']:.3f}x (medians {seconds['twin'] / seconds['ours']:.3f}x)")
+                         f"{fastest['twin'] / fastest['ours']:.3f}x (medians {seconds['twin'] / seconds['ours']:.3f}"
+                         f"x); minor page faults per call (fresh pages the allocator took from the kernel), calls "
+                         f"alternating: ours {faults['ours']:,}, twin {faults['twin']:,}")
             say(f"[{MODEL}] forward b{batch}, {_threads(threads, args)}: ours {seconds['ours'] * 1e3:.1f} ms, twin "
                 f"{seconds['twin'] * 1e3:.1f} ms, twin / ours {seconds['twin'] / seconds['ours']:.3f}x")
     return rows
+
+
+def page_faults(fns: dict[str, Callable[[], Any]], calls: int = 3) -> dict[str, int]:
+    """The median minor page faults of one call of each function, the functions taking turns (getrusage; 0 where the
+    platform has no such counter)."""
+    try:
+        import resource
+    except ImportError:
+        return dict.fromkeys(fns, 0)
+    counts: dict[str, list[int]] = {name: [] for name in fns}
+    for _ in range(calls):
+        for name, fn in fns.items():
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            fn()
+            counts[name].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    return {name: int(statistics.median(values)) for name, values in counts.items()}
 
 
 def bench_load(symbol: str, params: str, args: argparse.Namespace, s: Settings, notes: list[str]) -> list[Row]:

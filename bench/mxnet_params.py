@@ -13,6 +13,9 @@ Checked against MXNet 1.9.1 (scratch venv, `bench/make_mxnet_resnet50.py --check
 ResNet-50 v1, the file this writer makes is byte for byte the file `mx.nd.save` makes, and `mx.nd.load` reads it back
 into the same names and arrays. Only numpy and the standard library are used, so both that venv and the benchmark
 import this module.
+
+`seeded_params(shapes, aux, seed)` draws the arrays of a net from seeds, by the role each Gluon name says (weights,
+BatchNorm scales and running statistics, biases), each array from its own stream.
 """
 from __future__ import annotations
 
@@ -54,7 +57,7 @@ def write_ndarray_list(path: str, arrays: Mapping[str, np.ndarray]) -> int:
             array = np.asarray(array)
             put(ndarray_header(array))
             little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
-            put(memoryview(little).cast("B"))
+            put(memoryview(little).cast("B") if little.size else b"")
         put(struct.pack("<Q", len(arrays)))
         for name in arrays:
             encoded = name.encode("utf-8")

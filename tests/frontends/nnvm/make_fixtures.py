@@ -37,7 +37,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # tests/, for `frontends.nnvm.*`
 
-from frontends.nnvm import mxnet_rnn_cases  # noqa: E402, F401  (registers the RNN cases)
+from frontends.nnvm import mxnet_more_cases, mxnet_rnn_cases  # noqa: E402, F401  (register their cases)
 from frontends.nnvm.mxnet_op_cases import CASES, Built  # noqa: E402
 from frontends.nnvm.mxnet_training_cases import make_training_fixture  # noqa: E402
 from frontends.nnvm.mxnet_zoo_cases import NETS, Net, run_net  # noqa: E402

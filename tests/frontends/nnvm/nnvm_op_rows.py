@@ -87,7 +87,6 @@ def truth(values: np.ndarray) -> np.ndarray:
 # Why the Khronos executor cannot run some rows.
 FACTOR_2 = "nnef.Session implements multilinear_upsample for factor 2 only ('not implemented: ... factor != 2')"
 ALIGNED = "nnef.Session does not implement multilinear_upsample with method 'aligned'"
-ARG_AXES = "nnef.Session implements argmax_reduce and argmin_reduce over one axis only"
 INTEGER_CONSTANT = ("nnef.Session aborts the process on a constant<integer> ('std::invalid_argument: Value: kind "
                     "mismatch')")
 X4 = rand(2, 3, 5, 5)
@@ -339,9 +338,9 @@ REDUCE_ROWS = [
     unary("argmax_keepdims_float", "argmax",
           lambda x: argreduce(x, (2,), True, True).astype(np.float32), x=R,
           attrs={"axis": "(2,)", "keepdims": "True", "dtype": "float32"}),
-    unary("argmax_all", "argmax", lambda x: argreduce(x, (0, 1, 2), False, True), x=R, session=ARG_AXES),
+    unary("argmax_all", "argmax", lambda x: argreduce(x, (0, 1, 2), False, True), x=R),
     unary("argmin_exclude", "argmin", lambda x: argreduce(x, (0, 2), False, False), x=R,
-          attrs={"axis": "(1,)", "exclude": "True"}, session=ARG_AXES),
+          attrs={"axis": "(1,)", "exclude": "True"}),
     unary("max_mask", "_max_mask", lambda x: truth(x == x.max(axis=1, keepdims=True)), x=TIES,
           attrs={"axis": "(1,)"}),
     unary("min_mask", "_min_mask", lambda x: truth(x == x.min()), x=TIES),

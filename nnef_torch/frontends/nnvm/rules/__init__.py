@@ -1,2 +1,13 @@
 """Import rules of NNVM and MXNet operators, registered in the op table's `nnvm` facet."""
-from nnef_torch.frontends.nnvm.rules import elementwise, nn, nnvm_tensor, nnvm_top, pooling, rnn, tensor  # noqa: F401
+from nnef_torch.frontends.nnvm.rules import (  # noqa: F401
+    elementwise,
+    nn,
+    nnvm_tensor,
+    nnvm_top,
+    pooling,
+    rearrange,
+    rnn,
+    spatial,
+    statistics,
+    tensor,
+)

@@ -1,11 +1,14 @@
-"""Element-wise operators: MXNet's elemwise_*, broadcast_*, _*_scalar families and unary math, and NNVM's names
-for the same (`__add_scalar__`, ...). Broadcasting is numpy's (shapes aligned from the right); comparisons give
-1.0 or 0.0 in the input's type, as MXNet's do."""
+"""Element-wise operators: MXNet's elemwise_*, broadcast_*, _*_scalar families and unary math (with hard_sigmoid,
+smooth_l1, rint, cbrt, rcbrt, degrees, radians, erfinv, _contrib_div_sqrt_dim, and MXNet 2's log_sigmoid and mish),
+and NNVM's names for the same (`__add_scalar__`, ...). Broadcasting is numpy's (shapes aligned from the right);
+comparisons give 1.0 or 0.0 in the input's type, as MXNet's do."""
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from nnef_torch.frontends.nnvm.node import OpNode
 from nnef_torch.frontends.nnvm.rules.common import broadcast_pair
@@ -136,3 +139,78 @@ def fix(b: Builder, x: Any) -> Any:  # toward zero
 for _write, _op, _names in ((log1p, "log", ("log1p",)), (expm1, "exp", ("expm1",)), (log10, "log", ("log10",)),
                             (erf, "erf_rational", ("erf",)), (fix, "floor", ("fix", "trunc"))):
     import_rule(_op, NNVM, *_names)(_unary(_write))
+
+
+# MXNet's further unary operators: parametrized activations, rounding, cube roots, angle units -----------
+@import_rule("clamp", NNVM, "hard_sigmoid")
+def hard_sigmoid(b: Builder, node: OpNode) -> Any:
+    """alpha * x + beta, clamped to [0, 1]."""
+    node.arity(1)
+    alpha, beta = float(node.attrs.float("alpha", 0.2)), float(node.attrs.float("beta", 0.5))
+    return b.op("clamp", b.op("add", b.op("mul", node.input(0), alpha), beta), 0.0, 1.0)
+
+
+@import_rule("select", NNVM, "smooth_l1")
+def smooth_l1(b: Builder, node: OpNode) -> Any:
+    """0.5 * (sigma * x)^2 where |x| <= 1 / sigma^2, else |x| - 0.5 / sigma^2 (sigma is `scalar`), with MXNet's
+    float32 constants."""
+    node.arity(1)
+    node.attrs.bool("is_int", True)
+    sigma = np.float32(node.attrs.float("scalar", 1.0))
+    square = np.float32(sigma * sigma)
+    bound = np.float32(np.float32(1.0) / square)
+    x = node.input(0)
+    magnitude = b.op("abs", x)
+    inner = b.op("mul", b.op("mul", b.op("mul", x, 0.5), x), float(square))
+    return b.op("select", b.op("gt", magnitude, float(bound)),
+                b.op("sub", magnitude, float(np.float32(0.5) * bound)), inner)
+
+
+def rint(b: Builder, x: Any) -> Any:
+    """The nearer of floor(x) and ceil(x), floor(x) when as near: MXNet's kernel rounds halfway cases down, not to
+    even as its documentation says."""
+    low, high = b.op("floor", x), b.op("ceil", x)
+    return b.op("select", b.op("le", b.op("sub", x, low), b.op("sub", high, x)), low, high)
+
+
+def cbrt(b: Builder, x: Any) -> Any:
+    return b.op("mul", b.op("sign", x), b.op("pow", b.op("abs", x), 1.0 / 3.0))
+
+
+def rcbrt(b: Builder, x: Any) -> Any:
+    return b.op("rcp", cbrt(b, x))
+
+
+def degrees(b: Builder, x: Any) -> Any:
+    return b.op("mul", x, 180.0 / math.pi)
+
+
+def radians(b: Builder, x: Any) -> Any:
+    return b.op("mul", x, math.pi / 180.0)
+
+
+def log_sigmoid(b: Builder, x: Any) -> Any:  # MXNet 2
+    return b.op("neg", b.op("softplus", b.op("neg", x)))
+
+
+def mish(b: Builder, x: Any) -> Any:  # MXNet 2: x * tanh(softplus(x))
+    return b.op("mul", x, b.op("tanh", b.op("softplus", x)))
+
+
+def erfinv(b: Builder, x: Any) -> Any:
+    return b.op("erfinv_polynomial", x)
+
+
+for _write, _op, _names in ((rint, "round", ("rint",)), (cbrt, "pow", ("cbrt",)), (rcbrt, "rcp", ("rcbrt",)),
+                            (degrees, "mul", ("degrees",)), (radians, "mul", ("radians",)),
+                            (log_sigmoid, "softplus", ("log_sigmoid",)), (mish, "tanh", ("mish",)),
+                            (erfinv, "erfinv_polynomial", ("erfinv",))):
+    import_rule(_op, NNVM, *_names)(_unary(_write))
+
+
+@import_rule("div", NNVM, "_contrib_div_sqrt_dim")
+def div_sqrt_dim(b: Builder, node: OpNode) -> Any:
+    """x / sqrt(extent of the last axis), the scaling of attention scores."""
+    node.arity(1)
+    x = node.input(0)
+    return b.op("div", x, float(np.float32(math.sqrt(b.shape(x)[-1]))))

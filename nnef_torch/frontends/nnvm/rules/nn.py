@@ -8,6 +8,7 @@ from typing import Any
 
 from nnef_torch.frontends.nnvm.node import Hidden, OpNode
 from nnef_torch.frontends.nnvm.rules.common import axes, axis, channel_vector
+from nnef_torch.frontends.nnvm.rules.elementwise import log_sigmoid, mish
 from nnef_torch.ir.builder import Builder
 from nnef_torch.ops.registry import import_rule
 
@@ -154,13 +155,15 @@ def batch_norm(b: Builder, node: OpNode) -> Any:
 def _activation(b: Builder, kind: str, x: Any) -> Any:
     if kind == "softrelu":
         return b.op("softplus", x)
+    if kind in ("log_sigmoid", "mish"):  # MXNet 2
+        return (log_sigmoid if kind == "log_sigmoid" else mish)(b, x)
     return b.op(kind, x)
 
 
 @import_rule("relu", NNVM, "Activation")
 def activation(b: Builder, node: OpNode) -> Any:
     node.arity(1)
-    kind = node.attrs.choice("act_type", ("relu", "sigmoid", "tanh", "softrelu", "softsign"))
+    kind = node.attrs.choice("act_type", ("relu", "sigmoid", "tanh", "softrelu", "softsign", "log_sigmoid", "mish"))
     return _activation(b, kind, node.input(0))
 
 

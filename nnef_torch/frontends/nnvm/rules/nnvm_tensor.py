@@ -108,7 +108,7 @@ refuse_import(NNVM, _SHIFT, "__lshift_scalar__", "broadcast_left_shift", "__left
 refuse_import(NNVM, "it stands for a gradient that does not exist and has no value", "__undef__")
 
 
-@import_rule("add_n", NNVM, "elemwise_sum")
+@import_rule("add_n", NNVM, "elemwise_sum", "add_n", "ElementWiseSum")  # NNVM's name, then MXNet's two
 def elemwise_sum(b: Builder, node: OpNode) -> Any:
     count = node.attrs.int("num_args", len(node.inputs))
     if count != len(node.inputs) or count < 1:
@@ -182,6 +182,20 @@ def _keep(b: Builder, node: OpNode, reduced: Any, chosen: list[int], rank: int) 
     return b.op("squeeze", reduced, axes=chosen)
 
 
+def search(b: Builder, op: str, x: Any, chosen: Sequence[int]) -> Any:
+    """argmax_reduce or argmin_reduce over the axes `chosen` (the index counted row-major within them), written
+    over one axis: the searched axes moved last and merged (the Khronos executor searches one axis only)."""
+    if len(chosen) == 1:
+        return b.op(op, x, axes=list(chosen))
+    shape = b.shape(x)
+    kept = [a for a in range(len(shape)) if a not in chosen]
+    order = kept + sorted(chosen)
+    moved = b.op("transpose", x, axes=order) if order != list(range(len(shape))) else x
+    merged = b.op("reshape", moved, shape=[shape[a] for a in kept] + [math.prod(shape[a] for a in chosen)])
+    found = b.op(op, merged, axes=[len(kept)])
+    return b.op("reshape", found, shape=[1 if a in chosen else extent for a, extent in enumerate(shape)])
+
+
 def _arg(op: str) -> Callable[[Builder, OpNode], Any]:
     def rule(b: Builder, node: OpNode) -> Any:
         node.arity(1)
@@ -194,7 +208,7 @@ def _arg(op: str) -> Callable[[Builder, OpNode], Any]:
         _scalars(node, b, x)
         if not chosen:
             raise node.fail("exclude leaves no axis to reduce")
-        found = _keep(b, node, b.op(op, x, axes=chosen), chosen, rank)
+        found = _keep(b, node, search(b, op, x, chosen), chosen, rank)
         return found if kind == "integer" else b.op("cast", found, generic=kind)
     rule.__name__ = op
     return rule

@@ -126,7 +126,8 @@ def reverse(b: Builder, node: OpNode) -> Any:
 
 def split_bounds(node: OpNode, extent: int) -> list[tuple[int, int]]:
     """_split_v2's parts as (begin, end) on the split axis: `sections` parts, the first extent % sections of them
-    one item longer; or parts starting at each of `indices`, each running to the next (the last to the end)."""
+    one item longer; or parts starting at each of `indices` (the first 0), each running to the next (the last to
+    the end)."""
     sections = node.attrs.int("sections", 0)
     starts = list(node.attrs.ints("indices", ()))
     if sections > 0:
@@ -139,6 +140,8 @@ def split_bounds(node: OpNode, extent: int) -> list[tuple[int, int]]:
         parts = list(zip(starts, starts[1:] + [extent]))
     else:
         raise node.fail("_split_v2 needs positive 'sections' or some 'indices'")
+    if parts[0][0] != 0:  # MXNet's shape inference needs the parts to make up the axis
+        raise node.fail(f"indices {starts} must start at 0")
     bad = [(low, high) for low, high in parts if not 0 <= low < high <= extent]
     if bad:
         raise node.fail(f"parts {bad} of extent {extent} are empty or out of range (NNEF tensors are never empty)")
@@ -156,12 +159,9 @@ def split_v2(b: Builder, node: OpNode) -> Any:
     if squeeze_axis and any(high - low != 1 for low, high in parts):
         raise node.fail(f"squeeze_axis needs parts of extent 1, found {[high - low for low, high in parts]}")
     if len(parts) == 1:
-        found = [b.op("slice", x, axes=[dim], begin=[parts[0][0]], end=[parts[0][1]])
-                 if parts[0] != (0, shape[dim]) else b.op("copy", x)]
-    elif parts[0][0] == 0:  # the parts cover the axis
-        found = list(b.op("split", x, axis=dim, ratios=[high - low for low, high in parts]))
+        found = [b.op("copy", x)]
     else:
-        found = [b.op("slice", x, axes=[dim], begin=[low], end=[high]) for low, high in parts]
+        found = list(b.op("split", x, axis=dim, ratios=[high - low for low, high in parts]))
     if squeeze_axis and len(shape) > 1:
         found = [b.op("squeeze", part, axes=[dim]) for part in found]
     return tuple(found)
@@ -171,7 +171,8 @@ def split_v2(b: Builder, node: OpNode) -> Any:
 def sequence_mask(b: Builder, node: OpNode) -> Any:
     """Items of a batch of sequences (the sequence axis `axis`, 0 or 1, the batch the other) at positions from
     the sequence's length on set to `value`. The lengths (a vector over the batch) are truncated to whole
-    numbers, as MXNet reads them; without use_sequence_length nothing is masked."""
+    numbers, as MXNet reads them (so is `value` for integer data); without use_sequence_length nothing is
+    masked."""
     use_length = node.attrs.bool("use_sequence_length", False)
     value = float(node.attrs.float("value", 0.0))
     sequence_axis = node.attrs.int("axis", 0)
@@ -189,11 +190,14 @@ def sequence_mask(b: Builder, node: OpNode) -> Any:
         raise node.fail(f"sequence_length must have shape [{batch}], found {list(b.shape(lengths))}")
     if b.dtype(lengths) != "scalar":
         lengths = b.op("cast", lengths, generic="scalar")
-    if b.dtype(x) != "scalar":
-        raise node.fail(f"SequenceMask of {b.dtype(x)} data: only scalar data is supported")
+    if b.dtype(x) == "logical":
+        raise node.fail("SequenceMask of logical data: MXNet masks numbers only")
     position_shape, length_shape = ([steps, 1], [1, batch]) if sequence_axis == 0 else ([1, steps], [batch, 1])
     positions = b.op("constant", shape=position_shape, value=[float(i) for i in range(steps)])
     # positions are whole numbers, so position < floor(length) is position < trunc(length) for the lengths that
     # mask anything (MXNet's kernel writes outside the tensor for negative ones)
     kept = b.op("lt", positions, b.op("floor", b.op("reshape", lengths, shape=length_shape)))
-    return b.op("select", kept, x, value)
+    if len(shape) > 2:  # spelled out to the data's shape: the Khronos executor crashes on a select broadcasting
+        # its condition against a literal
+        kept = b.op("tile", b.op("unsqueeze", kept, axes=list(range(2, len(shape)))), repeats=[1, 1, *shape[2:]])
+    return b.op("select", kept, x, int(value) if b.dtype(x) == "integer" else value)  # MXNet casts it so

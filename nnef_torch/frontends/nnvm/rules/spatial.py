@@ -37,9 +37,9 @@ def crop(b: Builder, node: OpNode) -> Any:
     _, _, height, width = _images(b, node, x)
     if count == 2:
         like = b.shape(node.input(1))
-        if len(like) != 4:
-            raise node.fail(f"the input to crop like must have rank 4, found shape {list(like)}")
-        size = like[2:]
+        if len(like) < 4:
+            raise node.fail(f"the input to crop like must have rank 4 or more, found shape {list(like)}")
+        size = like[2:4]
     else:
         size = h_w
     if not (1 <= size[0] <= height and 1 <= size[1] <= width):
@@ -58,30 +58,36 @@ def crop(b: Builder, node: OpNode) -> Any:
 @import_rule("transpose", NNVM, "depth_to_space")
 def depth_to_space(b: Builder, node: OpNode) -> Any:
     """Channels read as [block, block, C / block^2] spread over block x block cells: out[n, c, y * s + i,
-    x * s + j] = in[n, (i * s + j) * C / s^2 + c, y, x]."""
+    x * s + j] = in[n, (i * s + j) * C / s^2 + c, y, x]. Written as two transposes of rank 5 and 4 (the Khronos
+    executor transposes up to rank 5): j moved behind the width, then i behind the height."""
     node.arity(1)
     x = node.input(0)
     block = node.attrs.int("block_size")
     n, c, h, w = _images(b, node, x)
     if block <= 0 or c % (block * block):
         raise node.fail(f"block_size {block} must be positive, its square dividing the {c} channels")
-    cells = b.op("reshape", x, shape=[n, block, block, c // block ** 2, h, w])
-    moved = b.op("transpose", cells, axes=[0, 3, 4, 1, 5, 2])  # [n, c', h, i, w, j]
-    return b.op("reshape", moved, shape=[n, c // block ** 2, h * block, w * block])
+    depth = c // block ** 2
+    cells = b.op("reshape", x, shape=[n * block, block, depth, h, w])  # [(n, i), j, c', h, w]
+    rows = b.op("reshape", b.op("transpose", cells, axes=[0, 2, 3, 4, 1]), shape=[n, block, depth * h, w * block])
+    moved = b.op("transpose", rows, axes=[0, 2, 1, 3])  # [n, (c', h), i, (w, j)]
+    return b.op("reshape", moved, shape=[n, depth, h * block, w * block])
 
 
 @import_rule("transpose", NNVM, "space_to_depth")
 def space_to_depth(b: Builder, node: OpNode) -> Any:
-    """The inverse of depth_to_space: each block x block cell becomes channels, cell offset major."""
+    """The inverse of depth_to_space: each block x block cell becomes channels, cell offset major. Written as
+    two transposes of rank 4 and 3: i moved before the channels, then j."""
     node.arity(1)
     x = node.input(0)
     block = node.attrs.int("block_size")
     n, c, h, w = _images(b, node, x)
     if block <= 0 or h % block or w % block:
         raise node.fail(f"block_size {block} must be positive and divide the height and width {h} x {w}")
-    cells = b.op("reshape", x, shape=[n, c, h // block, block, w // block, block])
-    moved = b.op("transpose", cells, axes=[0, 3, 5, 1, 2, 4])  # [n, i, j, c, h', w']
-    return b.op("reshape", moved, shape=[n, c * block * block, h // block, w // block])
+    height, width = h // block, w // block
+    rows = b.op("reshape", x, shape=[n, c * height, block, w])  # [n, (c, h'), i, (w', j)]
+    cells = b.op("reshape", b.op("transpose", rows, axes=[0, 2, 1, 3]), shape=[n * block, c * height * width, block])
+    moved = b.op("transpose", cells, axes=[0, 2, 1])  # [(n, i), j, (c, h', w')]
+    return b.op("reshape", moved, shape=[n, c * block * block, height, width])
 
 
 def _extent(node: OpNode, extent: int, value: Any) -> int:
@@ -128,7 +134,8 @@ def _constant(b: Builder, values: np.ndarray, kind: str) -> Any:
 def _linear_axis(b: Builder, x: Any, dim: int, size: int, align_corners: bool) -> Any:
     """Axis `dim` of `x` resampled to `size` items as MXNet's CPU kernel does, in float32: source coordinate
     scale * i (corners aligned: scale (in - 1) / (out - 1)), or scale * (i + 0.5) - 0.5 clamped at 0 (scale
-    in / out, the product in float64); then (1 - t) * x[k] + t * x[min(k + 1, in - 1)] with k its integer part and t the rest."""
+    in / out, the product in float64); then (1 - t) * x[k] + t * x[min(k + 1, in - 1)], k the coordinate's
+    integer part and t the rest."""
     extent = b.shape(x)[dim]
     if extent == size:  # the source coordinates are the output's: a copy
         return x

@@ -1,6 +1,7 @@
 """Shape and indexing operators of MXNet and NNVM: Reshape (codes 0, -1, -2, -3, -4, reverse), Flatten, Concat,
 transpose, expand_dims, squeeze, SliceChannel / split, slice, slice_axis, Cast, where, take, one_hot, arange,
-zeros_like / ones_like, BlockGrad, copies, clip, reductions, dot and batch_dot."""
+zeros_like / ones_like, _zeros / _ones / _full, BlockGrad, copies, clip, reductions, dot, batch_dot and the
+linalg gemm products."""
 from __future__ import annotations
 
 import math
@@ -269,6 +270,8 @@ def where(b: Builder, node: OpNode) -> Any:
     condition, x, y = node.inputs
     if b.rank(condition) == 1 and b.rank(x) > 1:  # MXNet: a vector condition picks whole rows
         condition = b.op("reshape", condition, shape=[b.shape(condition)[0]] + [1] * (b.rank(x) - 1))
+    if b.dtype(condition) == "integer":  # NNEF compares scalars only: the integers as scalars, zero staying zero
+        condition = b.op("cast", condition, generic="scalar")
     if b.dtype(condition) != "logical":
         condition = b.op("ne", condition, 0.0)
     return b.op("select", condition, x, y)
@@ -360,6 +363,33 @@ import_rule("constant", NNVM, "zeros_like")(_filled(0.0))
 import_rule("constant", NNVM, "ones_like")(_filled(1.0))
 
 
+def _initializer(value: float | None) -> Callable[[Builder, OpNode], Any]:
+    """MXNet's _zeros, _ones and _full (`value`): a constant of `shape` and `dtype` (_zeros_without_dtype: float32
+    unless given). An extent of 0 is one MXNet infers from the consumers, which this front end does not do."""
+    def rule(b: Builder, node: OpNode) -> Any:
+        node.arity(0)
+        shape = list(node.attrs.ints("shape", ()))
+        node.attrs.str("ctx", "")
+        name = node.attrs.str("dtype", "float32")
+        name = "float32" if name == "-1" and node.op == "_zeros_without_dtype" else name
+        if name not in DTYPES:
+            raise node.fail(f"attribute 'dtype' must be one of {', '.join(sorted(DTYPES))}, found {name!r}")
+        kind = dtype_of(np.dtype(DTYPES[name]))
+        fill = node.attrs.float("value") if value is None else value
+        if not shape or any(extent <= 0 for extent in shape):
+            raise node.fail(f"shape {shape} must be given, with positive extents (MXNet infers 0 extents from the "
+                            "consumers of the array, which nnef_torch does not)")
+        typed = bool(fill) if kind == "logical" else int(fill) if kind == "integer" else float(fill)
+        return b.op("constant", shape=shape, value=[typed], generic=kind)
+    rule.__name__ = "filled" if value is None else f"filled_{int(value)}"
+    return rule
+
+
+import_rule("constant", NNVM, "_zeros", "_zeros_without_dtype")(_initializer(0.0))
+import_rule("constant", NNVM, "_ones")(_initializer(1.0))
+import_rule("constant", NNVM, "_full")(_initializer(None))
+
+
 @import_rule("copy", NNVM, "BlockGrad", "stop_gradient", "_copy", "identity", "copy", "_CrossDeviceCopy")
 def identity(b: Builder, node: OpNode) -> Any:
     node.arity(1)
@@ -441,3 +471,54 @@ def batch_dot(b: Builder, node: OpNode) -> Any:
     node.attrs.str("forward_stype", "None")
     rank = max(b.rank(lhs), b.rank(rhs))
     return b.op("matmul", align(b, lhs, rank), align(b, rhs, rank), transposeA=transpose_a, transposeB=transpose_b)
+
+
+def _gemm_operand(b: Builder, x: Any, rows: int) -> Any:
+    """An operand of _linalg_gemm / gemm2 with its row axis `rows` swapped to the second last place."""
+    rank = b.rank(x)
+    if rows == rank - 2:
+        return x
+    order = list(range(rank))
+    order[rows], order[rank - 2] = rank - 2, rows
+    return b.op("transpose", x, axes=order)
+
+
+def _gemm(b: Builder, node: OpNode, lhs: Any, rhs: Any) -> tuple[Any, int]:
+    """alpha * op(A) * op(B) on the matrices whose rows are axis `axis` and columns the last axis (the other axes
+    equal); returns the product with its rows still on the second last axis, and the row axis."""
+    transpose_a, transpose_b = node.attrs.bool("transpose_a", False), node.attrs.bool("transpose_b", False)
+    alpha = float(node.attrs.float("alpha", 1.0))
+    rank = b.rank(lhs)
+    if rank < 2 or b.rank(rhs) != rank:
+        raise node.fail(f"operands must have equal ranks of 2 or more, found shapes {list(b.shape(lhs))} and "
+                        f"{list(b.shape(rhs))}")
+    rows = axis(node, node.attrs.int("axis", -2), rank)
+    if rows == rank - 1:
+        raise node.fail(f"axis {rows} is the column axis; the row axis must come before it")
+    lhs, rhs = _gemm_operand(b, lhs, rows), _gemm_operand(b, rhs, rows)
+    left, right = b.shape(lhs), b.shape(rhs)
+    inner = (left[-2] if transpose_a else left[-1], right[-1] if transpose_b else right[-2])
+    if left[:-2] != right[:-2] or inner[0] != inner[1]:
+        raise node.fail(f"shapes {list(left)} and {list(right)} (rows on the second last axis) do not multiply")
+    product = b.op("matmul", lhs, rhs, transposeA=transpose_a, transposeB=transpose_b)
+    return (product if alpha == 1.0 else b.op("mul", product, alpha)), rows
+
+
+@import_rule("matmul", NNVM, "_linalg_gemm2", "linalg_gemm2")
+def gemm2(b: Builder, node: OpNode) -> Any:
+    node.arity(2)
+    product, rows = _gemm(b, node, node.input(0), node.input(1))
+    return _gemm_operand(b, product, rows)
+
+
+@import_rule("matmul", NNVM, "_linalg_gemm", "linalg_gemm")
+def gemm(b: Builder, node: OpNode) -> Any:
+    """alpha * op(A) * op(B) + beta * C."""
+    node.arity(3)
+    beta = float(node.attrs.float("beta", 1.0))
+    product, rows = _gemm(b, node, node.input(0), node.input(1))
+    out = _gemm_operand(b, product, rows)
+    addend = node.input(2)
+    if b.shape(addend) != b.shape(out):
+        raise node.fail(f"C has shape {list(b.shape(addend))}, the product {list(b.shape(out))}")
+    return b.op("add", out, addend if beta == 1.0 else b.op("mul", addend, beta))
