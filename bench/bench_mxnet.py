@@ -2,7 +2,7 @@
 hand-written torch twin (forward) and against the floor of reading its `.params` bytes (load), in one run.
 
 Usage: python bench/bench_mxnet.py [--smoke] [--batches 1,8] [--threads 1,default] [--reps 11] [--load-reps 5]
-                                   [--size 224] [--out FILE]
+                                   [--warm-loads 5] [--size 224] [--steady-malloc] [--out FILE]
 
 The model is bench/data/resnet50_v1-symbol.json.gz (Gluon's `resnet50_v1`, classes=1000, exported by MXNet:
 bench/make_mxnet_resnet50.py) with a `.params` file (102.5 MB, MXNet's NDArray list, `arg:`/`aux:` names) written into
@@ -25,11 +25,20 @@ For each torch thread setting (`--threads`: 1 and torch's default, the same in e
   load by stage (the stages' functions wrapped with timers: symbol JSON, .params parse, conversion to NNEF IR and
   text, NNEF text -> IR, fx graph generation, module build, and the rest: slots, tensors, waiting on the reader).
 
+Allocator noise: with glibc's default malloc, every batch-8 forward call of either module takes tens of thousands
+of fresh pages from the kernel (the largest activations, ~26 MB, are mmapped and unmapped again, or the heap is
+trimmed), and how many varies from call to call and with what ran before: ~40-60k minor page faults, ~10% of a
+call. The notes give the page faults per call. `--steady-malloc` runs the script again with MALLOC_MMAP_THRESHOLD_
+and MALLOC_TRIM_THRESHOLD_ set so that freed memory is kept (no page faults after warm-up): the compute alone. The
+load processes keep glibc's defaults either way (under the variables, np.fromfile of the file took 25-120 ms instead
+of 23-40 ms).
+
 Ratios are column / ours, as bench/run.py prints them: above 1, ours is faster. Forward: twin / ours (goal 1.02x or
 better). Load: floor / ours (below 1; 1 would be loading as fast as reading the file). The results (date, command,
 machine and load average at start and end, versions, settings, table, notes) go to
-bench/results/<date>-mxnet[-smoke].md and .json, or to --out FILE. --smoke: batch 1, one thread, one sample of each
-(the test suite runs it, about 10-20 s; its numbers mean nothing). Nothing is asserted: this script only measures.
+bench/results/<date>-mxnet[-smoke][-steady-malloc].md and .json, or to --out FILE. --smoke: batch 1, one thread, one
+sample of each (the test suite runs it, about 10-20 s; its numbers mean nothing). Nothing is asserted: this script
+only measures.
 """
 from __future__ import annotations
 
@@ -65,6 +74,7 @@ COLUMNS = {"ours": "ours", "twin": "torch twin", "read": "read() floor", "fromfi
 LEGEND = ("times are medians; (x) = that column's time / ours, so > 1 means ours is faster: forward against the "
           "hand-written twin (goal 1.02x or better), load against the floor of reading the .params bytes in a new "
           "process (below 1: 1 would be loading as fast as reading the file)")
+STEADY_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(16 << 30)}
 AGREE = 1e-4  # relative difference from the twin above which our output is flagged
 SEED = 0
 
@@ -185,6 +195,9 @@ def run_worker(kind: str, args: argparse.Namespace, symbol: str, params: str, sh
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, "--symbol", symbol, "--params", params,
            "--shape", ",".join(map(str, shape)), "--threads", str(threads), "--warm-loads", str(args.warm_loads)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, HERE, os.environ.get("PYTHONPATH")])))
+    if args.steady_malloc:  # the load processes run with glibc's defaults, as a program loading a model would
+        for name in STEADY_MALLOC:
+            env.pop(name, None)
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"{kind} worker failed:\n{done.stderr.strip()[-2000:]}")
@@ -297,9 +310,19 @@ def _threads(threads: int, args: argparse.Namespace) -> str:
     return text + " (default)" if threads == args.default_threads and threads != 1 else text
 
 
-def default_out(mode: str) -> str:
-    suffix = "-mxnet" if mode == "full" else f"-mxnet-{mode}"
+def default_out(mode: str, steady: bool) -> str:
+    suffix = ("-mxnet" if mode == "full" else f"-mxnet-{mode}") + ("-steady-malloc" if steady else "")
     return os.path.join(HERE, "results", f"{time.strftime('%Y-%m-%d')}{suffix}.md")
+
+
+def steady_malloc(argv: list[str] | None) -> None:
+    """Run this script again with glibc's malloc told to keep freed memory (STEADY_MALLOC), unless it already is:
+    glibc reads these variables only when a process starts."""
+    if all(os.environ.get(name) == value for name, value in STEADY_MALLOC.items()):
+        return
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *(sys.argv[1:] if argv is None else argv)],
+              {**os.environ, **STEADY_MALLOC})
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -312,6 +335,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--load-reps", type=int, help="rounds of load processes (default 5)")
     parser.add_argument("--warm-loads", type=int, help="warm loads in each load process (default 5)")
     parser.add_argument("--size", type=int, default=224, help="input height and width (default 224)")
+    parser.add_argument("--steady-malloc", action="store_true",
+                        help="glibc malloc keeps freed memory (MALLOC_MMAP_THRESHOLD_=32 MiB, MALLOC_TRIM_THRESHOLD_="
+                             "16 GiB): no page faults per forward call, less noise at batch 8")
     parser.add_argument("--out", help="results file (markdown; the JSON goes next to it); default "
                                       "bench/results/<date>-mxnet[-smoke].md")
     parser.add_argument("--worker", choices=("ours", "read", "fromfile"), help=argparse.SUPPRESS)
@@ -324,6 +350,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.shape = [int(extent) for extent in args.shape.split(",")]
         args.threads = int(args.threads)
         return args
+    if args.steady_malloc:
+        steady_malloc(argv)  # before anything is imported: this process is replaced
     import torch
     args.default_threads = torch.get_num_threads()
     batches = args.batches or ("1" if args.smoke else "1,8")
@@ -353,7 +381,9 @@ def main(argv: list[str] | None = None) -> int:
                      settings={"mode": args.mode, "model": f"{MODEL} (Gluon model zoo, classes=1000), input "
                                                            f"3x{args.size}x{args.size}",
                                "batches": ",".join(map(str, args.batch_list)),
-                               "torch threads": ",".join(_threads(t, args) for t in args.thread_list),
+                               "torch threads": ", ".join(_threads(t, args) for t in args.thread_list),
+                               "malloc": "steady: " + ", ".join(f"{k}={v}" for k, v in STEADY_MALLOC.items())
+                               if args.steady_malloc else "glibc's defaults",
                                **vars(s)})
     say(f"MXNet import benchmark {run.started}, {args.mode}, {MODEL}, batches {run.settings['batches']}, torch "
         f"threads {run.settings['torch threads']}, {run.machine['cores']} cores, load average "
@@ -377,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     if busy:
         run.notes.insert(0, busy)
     run.notes.append(f"total {time.perf_counter() - started:.0f} s")
-    md_path, json_path = report.write(run, args.out or default_out(args.mode))
+    md_path, json_path = report.write(run, args.out or default_out(args.mode, args.steady_malloc))
     say("\n" + LEGEND)
     say(report.table(run.rows, COLUMNS))
     for text in report.failures(run.rows, COLUMNS) + run.notes:

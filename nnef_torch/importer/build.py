@@ -16,6 +16,7 @@ import torch.fx as fx
 from nnef_torch.errors import NNEFError, NNEFUnsupportedError
 from nnef_torch.importer import state
 from nnef_torch.importer.naming import label_paths
+from nnef_torch.importer.simplify import fold_reshapes
 from nnef_torch.importer.tracer import OpTracer, annotate
 from nnef_torch.importer.weights import declared_dtype
 from nnef_torch.ir.graph import Graph, Operation, Ref
@@ -153,6 +154,7 @@ class GraphBuilder:
         self.tracer.create_node("output", "output", (self.tracer.create_arg(result),), {})
         fx_graph = self.tracer.graph
         fx_graph.owning_module = self.root  # dead-code elimination asks it whether call_module nodes are pure
+        fold_reshapes(fx_graph)
         fx_graph.eliminate_dead_code()
         fx_graph.lint()
         return fx_graph

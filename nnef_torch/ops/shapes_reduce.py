@@ -96,13 +96,14 @@ def batch_normalization(input: Shape, mean: Shape, variance: Shape, offset: Shap
 @shape_rule('batch_norm_moving')
 def batch_norm_moving(input: Shape, mean: Shape, variance: Shape, offset: Shape, scale: Shape, *,
                       epsilon: float, momentum: float) -> Shape:
-    # moving statistics are vectors (C,) of the channels on axis 1; offset and scale broadcast as NNEF's do
+    # statistics and affine parameters are vectors (C,) of the channels on axis 1; offset and scale may be numbers
     op = 'batch_norm_moving'
     channels = input[1] if len(input) > 1 else None
-    for name, shape in (('mean', mean), ('variance', variance)):
-        if tuple(shape) != (channels,):
+    for name, shape in (('mean', mean), ('variance', variance), ('offset', offset), ('scale', scale)):
+        if tuple(shape) != (channels,) and not (name in ('offset', 'scale') and tuple(shape) in ((), (1,))):
             fail(op, f"'{name}' must have shape [{channels}] (the channels of axis 1), found {list(shape)}")
-    batch_normalization(input, (1,) + tuple(mean), (1,) + tuple(variance), offset, scale, epsilon=epsilon)
+    if epsilon < 0:
+        fail(op, f"'epsilon' must be non-negative, found {epsilon}")
     if not 0.0 <= momentum <= 1.0:
         fail(op, f"'momentum' must be in [0, 1], found {momentum}")
     return tuple(input)

@@ -120,6 +120,18 @@ def _torch_padding(window: Window) -> list[int] | None:
     return None
 
 
+def _max_padding(window: Window, extents: Sequence[int]) -> list[int] | None:
+    """For max pooling: torch's symmetric padding p where NNEF pads (p, q) with q <= p and both give the same output
+    extents. The windows are then the same, and the extra end padding torch adds is -inf, which no maximum takes."""
+    out = window.downscaled(extents)
+    padding = []
+    for (p, q), f, s, d, n, o in zip(window.pads, window.size, window.stride, window.dilation, extents, out):
+        if not (0 <= q <= p <= f // 2) or (n + 2 * p - d * (f - 1) - 1) // s + 1 != o:
+            return None
+        padding.append(p)
+    return padding
+
+
 def _all_outside(shape: Shape, window: Window, border: str) -> bool:
     """Whether every window lies wholly outside a zero-valued input (a crop beyond the extent on one side, the
     output made of the other side's padding): the result is a constant then."""
@@ -308,7 +320,7 @@ def _max_pool(x: Any, size: Sequence[int], border: str, padding: Padding, stride
         y = planes.gather(x)
         extents = [shape[i] for i in dims]
         out = part.downscaled(extents)
-        padding = _torch_padding(part)
+        padding = _torch_padding(part) or _max_padding(part, extents)
         if padding is None:
             y = pad_border(y, [(0, 0)] * planes.lead + list(part.pads), value=float("-inf"), shape=planes.layout)
             extents = [p + n + q for n, (p, q) in zip(extents, part.pads)]

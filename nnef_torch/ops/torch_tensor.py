@@ -72,6 +72,8 @@ def unsqueeze(input: torch.Tensor, *, axes: Sequence[int]) -> torch.Tensor:
     """Insert singleton dimensions at the listed output positions (one indexing view)."""
     if not axes:
         return input
+    if is_literal(input):  # a number is a tensor of shape []
+        input = as_tensor(input)
     rank = static_rank(input) + len(axes)
     return input[tuple(None if i in axes else slice(None) for i in range(rank))]
 

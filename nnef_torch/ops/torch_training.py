@@ -14,9 +14,9 @@ from nnef_torch.ops.torch_reduce import batch_normalization
 
 
 def _channel_vector(value: Any, channels: int, like: torch.Tensor, neutral: float) -> torch.Tensor | None:
-    """An affine parameter ([1, C], [C] or a number) as the (C,) vector F.batch_norm takes; None for `neutral`."""
+    """An affine parameter ((C,), (1,) or a number) as the (C,) vector F.batch_norm takes; None for `neutral`."""
     if isinstance(value, torch.Tensor):
-        return value.reshape(-1).expand(channels) if value.numel() == 1 else value.reshape(channels)
+        return value if value.shape == (channels,) else value.reshape(-1).expand(channels)
     if float(value) == neutral:
         return None
     return torch.full((channels,), float(value), dtype=like.dtype, device=like.device)
@@ -24,9 +24,10 @@ def _channel_vector(value: Any, channels: int, like: torch.Tensor, neutral: floa
 
 @torch_module("batch_norm_moving", state=("mean", "variance"))
 class BatchNormMoving(torch.nn.Module):
-    """Batch normalization over axis 1 with moving statistics (C,). Training mode normalizes with the batch's
-    statistics (biased variance) and moves the statistics toward them: s <- (1 - momentum) * s + momentum * batch,
-    where momentum is torch's convention (MXNet's momentum m is 1 - momentum here). Eval mode uses the moving ones."""
+    """Batch normalization over axis 1 with moving statistics (C,) and affine parameters (C,) or numbers.
+    Training mode normalizes with the batch's statistics (biased variance) and moves the statistics toward them:
+    s <- (1 - momentum) * s + momentum * batch, where momentum is torch's convention (MXNet's momentum m is 1 - momentum
+    here). Eval mode uses the moving ones."""
 
     def __init__(self, epsilon: float, momentum: float):
         super().__init__()
@@ -39,7 +40,8 @@ class BatchNormMoving(torch.nn.Module):
         weight, bias = _channel_vector(scale, channels, input, 1.0), _channel_vector(offset, channels, input, 0.0)
         if not self.training:
             if mean.requires_grad or variance.requires_grad:  # statistics a caller made trainable
-                return batch_normalization(input, mean.reshape(1, -1), variance.reshape(1, -1), offset, scale,
+                return batch_normalization(input, *(value.reshape(1, -1) if isinstance(value, torch.Tensor) else value
+                                                    for value in (mean, variance, offset, scale)),
                                            epsilon=self.epsilon)
             return F.batch_norm(input, mean, variance, weight, bias, False, 0.0, self.epsilon)
         output = F.batch_norm(input, None, None, weight, bias, True, 0.0, self.epsilon)

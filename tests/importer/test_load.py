@@ -50,7 +50,10 @@ def test_inputs_by_position_and_name_outputs_in_order(tmp_path):
 
 def test_batch_one_graph_runs_at_batch_eight():
     module = nnef_torch.load(nnef_torch.__path__[0] + "/models/tiny_cnn")
-    images = torch.rand(8, 1, 16, 16)
+    # without fake quantization: convolution kernels chosen per batch size round differently, and a value on a
+    # quantization step's edge can then land one step apart
+    module.set_quantization(False)
+    images = torch.rand(8, 1, 16, 16, generator=torch.Generator().manual_seed(0))
     batched = module(images)
     single = torch.cat([module(image[None]) for image in images])
     assert batched.shape == (8, 4) and torch.allclose(batched, single, atol=1e-6)

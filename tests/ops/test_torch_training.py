@@ -15,7 +15,7 @@ from nnef_torch.ops.torch_training import BatchNormMoving, Dropout
 RS = np.random.RandomState(3)
 X = RS.standard_normal((4, 3, 5, 2)).astype(np.float32) * 2 + 1
 MEAN, VAR = RS.standard_normal(3).astype(np.float32), RS.uniform(0.5, 2, 3).astype(np.float32)
-GAMMA, BETA = RS.uniform(0.5, 2, (1, 3)).astype(np.float32), RS.standard_normal((1, 3)).astype(np.float32)
+GAMMA, BETA = RS.uniform(0.5, 2, 3).astype(np.float32), RS.standard_normal(3).astype(np.float32)
 
 
 def _numpy_bn(x, mean, var, beta, gamma, eps):
@@ -65,7 +65,9 @@ def test_dropout_shares_one_decision_along_axes():
 
 
 def test_shape_rules_and_registration():
-    assert entry("batch_norm_moving").shape((2, 3, 4), (3,), (3,), (1, 3), (), epsilon=1e-5, momentum=0.1) == (2, 3, 4)
+    assert entry("batch_norm_moving").shape((2, 3, 4), (3,), (3,), (3,), (), epsilon=1e-5, momentum=0.1) == (2, 3, 4)
+    with pytest.raises(NNEFShapeError, match="'offset' must have shape \\[3\\]"):
+        entry("batch_norm_moving").shape((2, 3, 4), (3,), (3,), (1, 3), (), epsilon=1e-5, momentum=0.1)
     assert entry("batch_norm_moving").state == ("mean", "variance")
     with pytest.raises(NNEFShapeError, match="'mean' must have shape \\[3\\]"):
         entry("batch_norm_moving").shape((2, 3, 4), (1, 3), (3,), (), (), epsilon=1e-5, momentum=0.1)

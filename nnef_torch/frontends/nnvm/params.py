@@ -74,8 +74,11 @@ def load_parameters(params: Any, graph_file: str | None) -> Parameters:
         if size > MAX_BYTES:
             raise ForeignFormatError(f"parameter file of {size:,} bytes is larger than the limit of {MAX_BYTES:,}",
                                      Location(file=path))
-        data = handle.read()
-    return Parameters(*_split(read_ndarray_list(data, path), path), path, path)
+        data = np.empty(size, np.uint8)  # not zeroed; the arrays are views of it: the file is held once, writable
+        read = handle.readinto(memoryview(data))
+    if read != size:
+        raise ForeignFormatError(f"the file shrank while being read ({read:,} of {size:,} bytes)", Location(file=path))
+    return Parameters(*_split(read_ndarray_list(memoryview(data), path), path), path, path)
 
 
 def default_params(graph_file: str | None) -> str | None:
@@ -158,7 +161,7 @@ class _Reader:
         return value
 
 
-def read_ndarray_list(data: bytes, file: str | None = None) -> Iterator[tuple[str, np.ndarray]]:
+def read_ndarray_list(data: bytes | memoryview, file: str | None = None) -> Iterator[tuple[str, np.ndarray]]:
     """The named arrays of an MXNet `.params` file (see the module docstring for the layout)."""
     reader = _Reader(data, file)
     magic, _ = reader.unpack("<QQ", "the file header")
@@ -205,7 +208,9 @@ def _ndarray(reader: _Reader, index: int) -> np.ndarray:
     raw = reader.take(count * dtype.itemsize, f"the data of {what} (shape {list(shape)}, {name})")
     array = np.frombuffer(raw, dtype, count).reshape(shape)
     if name == "bfloat16":  # widened to float32 exactly
-        array = (array.astype(np.uint32) << 16).view(np.float32)
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    if array.dtype.isnative and array.flags.aligned and array.flags.writeable:
+        return array  # a view of the file's bytes
     return array.astype(dtype.newbyteorder("="), copy=True)
 
 

@@ -139,13 +139,12 @@ def batch_norm(b: Builder, node: OpNode) -> Any:
     order[1], order[channel] = channel, 1  # the channels on axis 1, where NNEF's layout puts them
     if channel != 1:
         x = b.op("transpose", x, axes=order)
-    scale = 1.0 if fix_gamma else channel_vector(b, gamma, rank)
-    offset = channel_vector(b, beta, rank)
+    scale = 1.0 if fix_gamma else gamma
     if global_stats:
-        out = b.op("batch_normalization", x, channel_vector(b, mean, rank), channel_vector(b, var, rank), offset,
-                   scale, epsilon=float(eps))
+        out = b.op("batch_normalization", x, *(channel_vector(b, v, rank) for v in (mean, var, beta)),
+                   scale if fix_gamma else channel_vector(b, gamma, rank), epsilon=float(eps))
     else:
-        out = b.op("batch_norm_moving", x, mean, var, offset, scale, epsilon=float(eps),
+        out = b.op("batch_norm_moving", x, mean, var, beta, scale, epsilon=float(eps),
                    momentum=round(1.0 - momentum, 15))  # 1 - 0.8 is 0.2, not 0.19999999999999996
     if channel != 1:
         out = b.op("transpose", out, axes=order)
