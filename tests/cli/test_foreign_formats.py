@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from exporter.consumers import close
-from frontends.nnvm.test_mxnet_fixtures import run_khronos
+from frontends.khronos_session import run_khronos
 
 from cli.helpers import cli
 

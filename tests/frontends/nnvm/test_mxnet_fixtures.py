@@ -13,16 +13,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from exporter.consumers import close, compound_standard_ops, defined_fragments, khronos_parse
+from exporter.consumers import close, khronos_parse
 
 import nnef_torch
+from frontends.khronos_session import run_khronos, session_dies
 from frontends.nnvm.zoo_params import checksum, zoo_input, zoo_params
 
 HERE = Path(__file__).resolve().parent
@@ -66,8 +65,6 @@ SESSION_CRASHES: dict[str, str] = {
 }
 # The zoo nets the Khronos executor runs by default (the others with NNEF_TORCH_ALL_ZOO=1).
 SESSION_NETS = {"resnet18_v1", "resnet18_v2", "mobilenet0.25", "mobilenetv2_0.25", "squeezenet1.1", "vgg11_bn"}
-# The Khronos executor has no kernel for nearest_upsample; its standard definition runs.
-LOWERED = ("nearest_upsample",)
 
 
 def _run(module: torch.nn.Module, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -84,26 +81,6 @@ def _compare(found: list[np.ndarray], expected: list[np.ndarray], rtol: float) -
             close(f, e, rtol)
         except AssertionError as error:
             raise AssertionError(f"output {i}: {error}") from None
-
-
-def run_khronos(folder: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
-    lowered = defined_fragments(folder) + compound_standard_ops() + list(LOWERED)
-    with nnef.Session(str(folder), lowered=lowered) as session:
-        outputs = session(*[np.ascontiguousarray(x) for x in inputs])
-    return [np.asarray(output) for output in (outputs if isinstance(outputs, (tuple, list)) else [outputs])]
-
-
-def session_dies(folder: Path, inputs: list[np.ndarray], tmp_path: Path) -> bool:
-    """Whether the Khronos executor, run on `folder` in a child process, is killed (by an abort)."""
-    pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
-    np.savez(tmp_path / "inputs.npz", *inputs)
-    code = ("import sys, pathlib, numpy as np; sys.path.insert(0, sys.argv[3]); "
-            "from frontends.nnvm.test_mxnet_fixtures import run_khronos; a = np.load(sys.argv[2]); "
-            "run_khronos(pathlib.Path(sys.argv[1]), [a[f'arr_{i}'] for i in range(len(a.files))])")
-    result = subprocess.run([sys.executable, "-c", code, str(folder), str(tmp_path / "inputs.npz"),
-                             str(HERE.parents[1])], capture_output=True, timeout=300)
-    return result.returncode < 0
 
 
 def _check_session(name: str, folder: Path, inputs: list[np.ndarray], expected: list[np.ndarray], rtol: float) -> None:

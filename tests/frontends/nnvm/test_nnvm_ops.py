@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from exporter.consumers import close, compound_standard_ops, defined_fragments, khronos_parse
+from exporter.consumers import close, khronos_parse
 
 import nnef_torch
+from frontends.khronos_session import run_khronos, session_dies
 from frontends.nnvm.nnvm_op_rows import NNVM_OPERATORS, REFUSED, ROWS, Refused, Row
 
-# The Khronos executor has no kernel for nearest_upsample; its standard definition runs.
-LOWERED = ("nearest_upsample",)
 DTYPE_FLAGS = {np.dtype("float32"): 0, np.dtype("int32"): 4, np.dtype("bool"): 7}
 
 
@@ -76,14 +73,6 @@ def run_nnef_torch(module: torch.nn.Module, inputs: list[np.ndarray]) -> list[np
         outputs = module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in inputs])
     outputs = outputs if isinstance(outputs, (tuple, list)) else [outputs]
     return [output.numpy() for output in outputs]
-
-
-def run_khronos(folder: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
-    lowered = defined_fragments(folder) + compound_standard_ops() + list(LOWERED)
-    with nnef.Session(str(folder), lowered=lowered) as session:
-        outputs = session(*[np.ascontiguousarray(x) for x in inputs])
-    return [np.asarray(output) for output in (outputs if isinstance(outputs, (tuple, list)) else [outputs])]
 
 
 def compare(found: list[np.ndarray], expected: list[np.ndarray], rtol: float, who: str) -> None:
@@ -143,18 +132,6 @@ def graph_inputs(folder: Path) -> list[str]:
     match = re.search(r"^graph \w+\(([^)]*)\)", (folder / "graph.nnef").read_text(), flags=re.M)
     assert match is not None
     return [name.strip() for name in match.group(1).split(",") if name.strip()]
-
-
-def session_dies(folder: Path, inputs: list[np.ndarray], tmp_path: Path) -> bool:
-    """Whether the Khronos executor, run on `folder` in a child process, is killed (by an abort)."""
-    pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
-    np.savez(tmp_path / "inputs.npz", *inputs)
-    code = ("import sys, pathlib, numpy as np; sys.path.insert(0, sys.argv[3]); "
-            "from frontends.nnvm.test_nnvm_ops import run_khronos; a = np.load(sys.argv[2]); "
-            "run_khronos(pathlib.Path(sys.argv[1]), [a[f'arr_{i}'] for i in range(len(a.files))])")
-    result = subprocess.run([sys.executable, "-c", code, str(folder), str(tmp_path / "inputs.npz"),
-                             str(Path(__file__).resolve().parents[2])], capture_output=True, timeout=300)
-    return result.returncode < 0
 
 
 @pytest.mark.parametrize("refused", REFUSED, ids=lambda refused: refused.name)

@@ -33,45 +33,46 @@ def _window(node: OpNode, spatial: int, key: str, default: int) -> list[int]:
     return list(values)
 
 
+class _Kernel:
+    """What Convolution and Deconvolution share: the window attributes, the filter count, groups, the bias choice
+    and the input, checked against each other."""
+
+    def __init__(self, b: Builder, node: OpNode, no_bias_default: bool, *extra: str):
+        _hints(node)
+        self.kernel = list(node.attrs.ints("kernel"))
+        spatial = len(self.kernel)
+        self.stride, self.dilate, self.pad = (_window(node, spatial, key, default)
+                                              for key, default in (("stride", 1), ("dilate", 1), ("pad", 0)))
+        self.extra = {key: _window(node, spatial, key, 0) for key in extra}
+        self.filters, self.groups = node.attrs.int("num_filter"), node.attrs.int("num_group", 1)
+        self.no_bias = node.attrs.bool("no_bias", no_bias_default)
+        node.arity(2 if self.no_bias else 3)
+        self.x = node.input(0)
+        self.shape = shape = b.shape(self.x)
+        if len(shape) != spatial + 2:
+            raise node.fail(f"a {spatial}-D kernel needs a rank-{spatial + 2} input, found shape {list(shape)}")
+        if self.groups <= 0 or self.filters <= 0 or shape[1] % self.groups or self.filters % self.groups:
+            raise node.fail(f"num_group {self.groups} must divide the input channels ({shape[1]}) and num_filter "
+                            f"({self.filters})")
+
+    def bias(self, b: Builder, node: OpNode) -> Any:
+        return 0.0 if self.no_bias else channel_vector(b, node.param(2, [self.filters], "bias"), 2)
+
+
 @import_rule("conv", NNVM, "Convolution", params=(1, 2))
 def convolution(b: Builder, node: OpNode) -> Any:
-    _hints(node)
-    kernel = list(node.attrs.ints("kernel"))
-    spatial = len(kernel)
-    stride, dilate, pad = (_window(node, spatial, key, default) for key, default in (("stride", 1), ("dilate", 1),
-                                                                                     ("pad", 0)))
-    filters, groups = node.attrs.int("num_filter"), node.attrs.int("num_group", 1)
-    no_bias = node.attrs.bool("no_bias", False)
-    node.arity(2 if no_bias else 3)
-    x = node.input(0)
-    shape = b.shape(x)
-    if len(shape) != spatial + 2:
-        raise node.fail(f"a {spatial}-D kernel needs a rank-{spatial + 2} input, found shape {list(shape)}")
-    if groups <= 0 or filters <= 0 or shape[1] % groups or filters % groups:
-        raise node.fail(f"num_group {groups} must divide the input channels ({shape[1]}) and num_filter ({filters})")
-    weight = node.param(1, [filters, shape[1] // groups] + kernel)
-    bias = 0.0 if no_bias else channel_vector(b, node.param(2, [filters], "bias"), 2)
-    return b.op("conv", x, weight, bias, padding=[(p, p) for p in pad], stride=stride, dilation=dilate,
-                groups=groups)
+    k = _Kernel(b, node, False)
+    weight = node.param(1, [k.filters, k.shape[1] // k.groups] + k.kernel)
+    return b.op("conv", k.x, weight, k.bias(b, node), padding=[(p, p) for p in k.pad], stride=k.stride,
+                dilation=k.dilate, groups=k.groups)
 
 
 @import_rule("deconv", NNVM, "Deconvolution", params=(1, 2))
 def deconvolution(b: Builder, node: OpNode) -> Any:
-    _hints(node)
-    kernel = list(node.attrs.ints("kernel"))
-    spatial = len(kernel)
-    stride, dilate, pad, adj = (_window(node, spatial, key, default)
-                                for key, default in (("stride", 1), ("dilate", 1), ("pad", 0), ("adj", 0)))
+    k = _Kernel(b, node, True, "adj")
+    kernel, stride, dilate, pad, adj, shape = k.kernel, k.stride, k.dilate, k.pad, k.extra["adj"], k.shape
+    spatial, filters, groups = len(kernel), k.filters, k.groups
     target = list(node.attrs.ints("target_shape", ()))
-    filters, groups = node.attrs.int("num_filter"), node.attrs.int("num_group", 1)
-    no_bias = node.attrs.bool("no_bias", True)
-    node.arity(2 if no_bias else 3)
-    x = node.input(0)
-    shape = b.shape(x)
-    if len(shape) != spatial + 2:
-        raise node.fail(f"a {spatial}-D kernel needs a rank-{spatial + 2} input, found shape {list(shape)}")
-    if groups <= 0 or filters <= 0 or shape[1] % groups or filters % groups:
-        raise node.fail(f"num_group {groups} must divide the input channels ({shape[1]}) and num_filter ({filters})")
     dilated = [(k - 1) * d + 1 for k, d in zip(kernel, dilate)]
     if target and any(target):
         if len(target) != spatial:
@@ -87,9 +88,8 @@ def deconvolution(b: Builder, node: OpNode) -> Any:
     if any(extent <= 0 for extent in extents):
         raise node.fail(f"the output extents would be {extents}")
     weight = node.param(1, [shape[1], filters // groups] + kernel)
-    bias = 0.0 if no_bias else channel_vector(b, node.param(2, [filters], "bias"), 2)
-    return b.op("deconv", x, weight, bias, padding=[(p, p) for p in pad], stride=stride, dilation=dilate,
-                output_shape=[shape[0], filters] + extents, groups=groups)
+    return b.op("deconv", k.x, weight, k.bias(b, node), padding=[(p, p) for p in pad], stride=stride,
+                dilation=dilate, output_shape=[shape[0], filters] + extents, groups=groups)
 
 
 @import_rule("linear", NNVM, "FullyConnected", params=(1, 2))
