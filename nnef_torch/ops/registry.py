@@ -39,6 +39,7 @@ class OpEntry:
     state: tuple[str, ...] = ()
     aten: dict[str, Callable[..., Any]] = field(default_factory=dict)  # ATen op name -> export rule
     imports: dict[tuple[str, str], ImportRule] = field(default_factory=dict)  # (format, operator) -> import rule
+    writes: dict[str, Callable[..., Any]] = field(default_factory=dict)  # format -> back-end rule writing this op
 
 
 _ATEN: dict[str, OpEntry] = {}  # ATen op name ('aten.conv2d.default') -> the entry whose rule exports it
@@ -163,6 +164,24 @@ def refuse_import(format: str, reason: str, *operators: str) -> None:
 def import_refusals(format: str) -> dict[str, str]:
     """Every operator of `format` that is refused, with the reason."""
     return dict(_REFUSED.get(format, {}))
+
+
+def write_rule(name: str, format: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the function that writes NNEF op `name` in another `format` (a back end): the way back of
+    `import_rule`. It is called as `rule(writer, op)` with the back end's writer and the IR operation, and writes
+    that format's operators for it (raising `Unmappable` with a reason where these arguments have no form there)."""
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        op = _TABLE.setdefault(name, OpEntry(name))
+        if format in op.writes:
+            raise RuntimeError(f"op {name!r} already has a {format} write rule ({op.writes[format].__qualname__})")
+        op.writes[format] = fn
+        return fn
+    return register
+
+
+def write_rules(format: str) -> dict[str, Callable[..., Any]]:
+    """Every NNEF operation a back end writes in `format`, with its rule."""
+    return {name: op.writes[format] for name, op in _TABLE.items() if format in op.writes}
 
 
 def import_rules(format: str) -> dict[str, ImportRule]:
