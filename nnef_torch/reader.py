@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,10 +65,13 @@ def attach_quantization(graph: Graph, specs: Mapping[str, QuantSpec], text: str 
 def read_model(path: str | os.PathLike, *, load_tensors: bool = True, atomic: Atomic = None,
                custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
                input_shapes: Mapping[str, Any] | None = None, format: str | None = None,
-               params: Any = None) -> ModelData:
-    """Open a model (an NNEF folder, graph.nnef path or archive, or a file of another format with its `params`)
-    and check everything in it (spec chapter 6)."""
-    with open_source(path, format=format, params=params, input_shapes=input_shapes) as source:
+               params: Any = None, inputs: Sequence[str] | None = None,
+               outputs: Sequence[str] | None = None) -> ModelData:
+    """Open a model (an NNEF folder, graph.nnef path or archive, or a file of another format with its `params`
+    and, for LightNet, the tensors that are its `inputs` and `outputs`) and check everything in it (spec
+    chapter 6)."""
+    with open_source(path, format=format, params=params, input_shapes=input_shapes, inputs=inputs,
+                     outputs=outputs) as source:
         graph = read_graph(source.graph_text, file=source.graph_file, quant_text=source.quant_text,
                            quant_file=source.quant_file, atomic=atomic, custom_shapes=custom_shapes,
                            input_shapes=input_shapes if source.format == "nnef" else None)
@@ -116,22 +119,29 @@ class ModelSource:
 
 
 def open_source(path: str | os.PathLike, *, format: str | None = None, params: Any = None,
-                input_shapes: Mapping[str, Any] | None = None) -> ModelSource:
-    """Open `path` as NNEF (`format='nnef'`), as another format, or as what its content says (by default)."""
+                input_shapes: Mapping[str, Any] | None = None, inputs: Sequence[str] | None = None,
+                outputs: Sequence[str] | None = None) -> ModelSource:
+    """Open `path` as NNEF (`format='nnef'`), as another format, or as what its content says (by default).
+    `inputs` and `outputs` name the tensors a LightNet model takes and gives (see `frontends.lightnet`)."""
     from nnef_torch import frontends
 
     document = None
     if format is None:
         format, document = frontends.detect(path)
-    options = {"format": format, "params": params, "input_shapes": dict(input_shapes or {})}
+    options = {"format": format, "params": params, "input_shapes": dict(input_shapes or {}),
+               "inputs": inputs, "outputs": outputs}
     if format == "nnef":
         if params is not None:
             raise ValueError("params= is for models of other formats; an NNEF model keeps its data in .dat files")
+        if inputs is not None or outputs is not None:
+            raise ValueError("inputs= and outputs= are for LightNet models; an NNEF graph declares its inputs and "
+                             "outputs")
         files = container.open_model(path)
         return ModelSource(files.source, "nnef", files.graph_text, files.quant_text,
                            member_path(files.source, "graph.nnef"), member_path(files.source, "graph.quant"), files,
                            options=options)
-    converted = frontends.convert(path, format=format, document=document, params=params, input_shapes=input_shapes)
+    converted = frontends.convert(path, format=format, document=document, params=params, input_shapes=input_shapes,
+                                  inputs=inputs, outputs=outputs)
     where = f"{converted.source} (as NNEF)"
     return ModelSource(converted.source, format, converted.text, converted.quant_text, where,
                        f"{converted.source} (graph.quant)", None, converted.tensors, converted.state,

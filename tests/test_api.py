@@ -25,7 +25,7 @@ def test_signatures():
                                             "quantization: 'dict[str, Any] | None' = None, layout: 'str' = 'current')"
                                             " -> 'None'")
     assert list(inspect.signature(nnef_torch.read_model).parameters) == [
-        "path", "load_tensors", "atomic", "custom_shapes", "input_shapes", "format", "params"]
+        "path", "load_tensors", "atomic", "custom_shapes", "input_shapes", "format", "params", "inputs", "outputs"]
     assert list(inspect.signature(nnef_torch.read_graph).parameters) == [
         "text", "file", "quant_text", "quant_file", "atomic", "custom_shapes", "input_shapes"]
 
@@ -33,10 +33,17 @@ def test_signatures():
 def test_torch_side_signatures():
     import inspect
     params = inspect.signature(nnef_torch.load).parameters
-    assert list(params) == ["path", "params", "format", "device", "dtype", "input_shapes", "custom_ops", "progress"]
+    assert list(params) == ["path", "params", "format", "device", "dtype", "input_shapes", "custom_ops", "progress",
+                            "inputs", "outputs"]
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in list(params)[1:])
+    assert params["inputs"].default is None and params["outputs"].default is None
     params = inspect.signature(nnef_torch.save).parameters
-    assert list(params) == ["module", "path", "example_inputs", "quantization", "compress", "progress"]
+    assert list(params) == ["module", "path", "example_inputs", "quantization", "compress", "progress", "format",
+                            "weights"]
+    assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY and params[name].default is None
+               for name in list(params)[3:])
+    assert list(inspect.signature(nnef_torch.NNEFModule.save).parameters) == [
+        "self", "path", "compress", "progress", "format", "weights"]
     assert issubclass(nnef_torch.NNEFModule, __import__("torch").fx.GraphModule)
 
 

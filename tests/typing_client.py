@@ -18,6 +18,8 @@ from nnef_torch.quant import QuantConfig, QuantExport, QuantScheme, calibrate, p
 def import_and_train(path: str) -> None:
     model: nnef_torch.NNEFModule = nnef_torch.load(path)
     on_cpu = nnef_torch.load(Path(path), device="cpu", dtype=torch.float32, input_shapes={"input": [1, 3, 8, 8]})
+    lightnet = nnef_torch.load("model.json", params="weights.wts", inputs=["input"], outputs=["prob"])
+    assert_type(lightnet, NNEFModule)
     assert_type(on_cpu, NNEFModule)
     assert_type(model.code, str)
     assert_type(model.quantizers(), dict[str, torch.nn.Module])

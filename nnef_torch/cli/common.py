@@ -14,7 +14,7 @@ from nnef_torch.format import container
 
 PROG = "nnef-torch"
 MODEL_HELP = ("a model: an NNEF folder, graph.nnef file or .tar/.tgz/.tar.gz archive, or a file of another format "
-              "(NNVM graph JSON, MXNet -symbol.json)")
+              "(NNVM graph JSON, MXNet -symbol.json, LightNet JSON IR)")
 FORMATS = ("nnef", *frontends.FORMATS)
 
 
@@ -55,11 +55,29 @@ def add_input_shape(parser: argparse.ArgumentParser) -> None:
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:
-    """--params and --format, for models of other formats."""
+    """--params, --format, --inputs and --outputs, for models of other formats."""
     parser.add_argument("--params", metavar="FILE",
-                        help="the parameters of a model of another format (MXNet .params or .npz); by default the "
-                             "prefix-NNNN.params beside prefix-symbol.json")
+                        help="the parameters of a model of another format (MXNet .params, LightNet .wts, or .npz); "
+                             "by default the prefix-NNNN.params beside prefix-symbol.json, the model.wts beside a "
+                             "LightNet model.json")
     parser.add_argument("--format", choices=FORMATS, help="the model's format (detected from its content by default)")
+    parser.add_argument("--inputs", type=names, metavar="NAME,...",
+                        help="LightNet: the created tensors the caller fills, in the order of the inputs")
+    parser.add_argument("--outputs", type=names, metavar="NAME,...",
+                        help="LightNet: the tensors to give (by default those no op reads)")
+
+
+def names(text: str) -> list[str]:
+    """argparse type of 'NAME,NAME,...' (tensor names)."""
+    found = [name.strip() for name in text.split(",")]
+    if not all(found):
+        raise argparse.ArgumentTypeError(f"expected NAME,NAME,... (tensor names), got '{text}'")
+    return found
+
+
+def source_options(args: argparse.Namespace) -> dict[str, object]:
+    """The options of `open_source` / `load` / `read_model` that --params, --format, --inputs, --outputs give."""
+    return {"format": args.format, "params": args.params, "inputs": args.inputs, "outputs": args.outputs}
 
 
 def input_shapes(values: list[tuple[str, list[int]]]) -> dict[str, list[int]]:

@@ -1,5 +1,6 @@
 """`convert`: a model folder <-> a .tgz/.tar.gz/.tar archive at the format level (no torch), re-encoding the .dat
-files in a chosen layout and stripping, keeping or replacing graph.quant. graph.nnef is copied verbatim."""
+files in a chosen layout and stripping, keeping or replacing graph.quant. graph.nnef is copied verbatim. A .json
+target is written as LightNet's JSON IR and .wts through the LightNet back end (which folds values with torch)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nnef_torch.cli.common import MODEL_HELP, CLIError, add_input_shape, add_source_options, add_verb, input_shapes
+from nnef_torch.cli.common import (
+    MODEL_HELP,
+    CLIError,
+    add_input_shape,
+    add_source_options,
+    add_verb,
+    input_shapes,
+    source_options,
+)
 from nnef_torch.cli.report import summary
 from nnef_torch.format import container, tensor_file
 from nnef_torch.format.quant_file import QuantSpec
@@ -128,9 +137,13 @@ def _read_quant(path: str) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
+    target = args.to or ("lightnet" if args.dst.lower().endswith(".json") else "nnef")
+    if target == "lightnet":
+        return _to_lightnet(args)
+    if args.weights is not None:
+        raise CLIError("--weights applies to LightNet targets (a .json DST or --to lightnet)")
     quant_text = _read_quant(args.quant) if args.quant else None
-    with open_source(args.src, format=args.format, params=args.params,
-                     input_shapes=input_shapes(args.input_shape)) as source:
+    with open_source(args.src, input_shapes=input_shapes(args.input_shape), **source_options(args)) as source:
         if not args.quant and not args.strip_quant:
             quant_text = source.quant_text
         quant_file = args.quant or source.quant_file
@@ -160,30 +173,75 @@ def execute(args: argparse.Namespace) -> int:
     return 0
 
 
+def _to_lightnet(args: argparse.Namespace) -> int:
+    """Write the source as LightNet's JSON IR (and .wts): its graph through the LightNet back end, with the values
+    of its variables (quantized codes read through their graph.quant entries)."""
+    from nnef_torch.frontends.lightnet.write import lightnet_graph, save_lightnet, wts_path
+    from nnef_torch.importer.weights import to_tensor
+
+    nnef_only = [option for option, given in (("--tensor-layout", args.tensor_layout != "keep"),
+                                              ("--strip-quant", args.strip_quant), ("--quant", args.quant)) if given]
+    if nnef_only:
+        raise CLIError(f"{', '.join(nnef_only)} applies to NNEF targets; LightNet has no quantization and no .dat "
+                       "layouts")
+    shapes = input_shapes(args.input_shape)
+    with open_source(args.src, input_shapes=shapes, **source_options(args)) as source:
+        graph = lightnet_graph(source.graph_text, file=source.graph_file,
+                               input_shapes=(shapes or None) if source.format == "nnef" else None)
+        specs = {}
+        if source.quant_text is not None and source.files is not None:
+            specs = read_graph(source.graph_text, file=source.graph_file, quant_text=source.quant_text,
+                               quant_file=source.quant_file, input_shapes=shapes or None).quantization
+
+        def values(variable: Variable) -> object:
+            data = source.read_variable(variable)
+            return to_tensor(data, specs.get(variable.name), name=variable.name,
+                             file=source.tensor_path(variable.label))[0]
+        weights = args.weights or "file"
+        model = save_lightnet(args.dst, graph, values, weights=weights)
+        origin = "" if source.format == "nnef" else f" (from {source.format})"
+    stored = f"{len(model.weights)} weights in {wts_path(args.dst)}" if weights == "file" else "weights inline"
+    print(f"converted {args.src}{origin} -> {args.dst} (LightNet JSON IR): {len(model.ops)} ops, {stored}; inputs "
+          f"{', '.join(model.inputs) or 'none'}, outputs {', '.join(model.outputs)}")
+    return 0
+
+
 def add_parsers(commands: argparse._SubParsersAction) -> None:
     command = add_verb(
         commands, "convert", "copy a model between a folder and a .tgz/.tar.gz/.tar archive, re-encoding .dat files, "
-        "or write a model of another format as NNEF",
+        "or write a model of another format as NNEF, or any model as LightNet's JSON IR",
         ["convert model/ model.tgz",
          "convert resnet-symbol.json resnet.tgz --params resnet-0000.params --input-shape data=1,3,224,224",
          "convert model.tgz model/ --tensor-layout current",
          "convert model/ seed_model/ --tensor-layout seed",
          "convert model/ float_model.tgz --strip-quant",
-         "convert model/ qat_model/ --quant calibrated.quant"],
+         "convert model/ qat_model/ --quant calibrated.quant",
+         "convert model.tgz model.json",
+         "convert model.json model.tgz --inputs data",
+         "convert model/ model.json --weights inline"],
         "The target is an archive when DST ends in .tgz, .tar.gz or .tar, else a folder. graph.nnef is copied\n"
         "verbatim, with one .dat file per variable (other files of the source are not copied). Quantized codes\n"
         "stay codes: where the target layout cannot hold them (logarithmic codes in the current layout, zero-point\n"
         "or per-channel codes in the seed layout) the command stops with an error. The result is checked with\n"
-        "nnef_torch's own reader. A model of another format (NNVM or MXNet JSON) is converted to NNEF text and\n"
-        ".dat files (current layout unless --tensor-layout seed).")
+        "nnef_torch's own reader. A model of another format (NNVM or MXNet JSON, LightNet JSON) is converted to\n"
+        "NNEF text and .dat files (current layout unless --tensor-layout seed).\n\n"
+        "A DST ending in .json (or --to lightnet) is written as LightNet's JSON IR, with the weights in the .wts\n"
+        "file of the same stem beside it (or inline with --weights inline); operations LightNet cannot express\n"
+        "are listed in one error and nothing is written.")
     command.add_argument("src", help=MODEL_HELP)
-    command.add_argument("dst", help="the folder or .tgz/.tar.gz/.tar archive to write (replaced atomically)")
+    command.add_argument("dst", help="the folder or .tgz/.tar.gz/.tar archive to write, or a LightNet .json file "
+                                     "(replaced atomically)")
     command.add_argument("--tensor-layout", choices=LAYOUTS, default="keep",
                          help="keep: copy the .dat bytes (default); current: the item types the Khronos tools write; "
                               "seed: the NNEF 1.0.0 codes (quantized data with its range in the header)")
     quant = command.add_mutually_exclusive_group()
     quant.add_argument("--strip-quant", action="store_true", help="leave graph.quant out")
     quant.add_argument("--quant", metavar="FILE", help="add or replace graph.quant (checked against the graph)")
+    command.add_argument("--to", choices=("nnef", "lightnet"),
+                         help="the target format (default: lightnet for a DST ending in .json, else nnef)")
+    command.add_argument("--weights", choices=("file", "inline"),
+                         help="LightNet targets: the weights in a .wts file beside the JSON (file, the default) or "
+                              "in its create ops (inline)")
     add_input_shape(command)
     add_source_options(command)
     command.set_defaults(handler=execute)

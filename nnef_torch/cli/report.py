@@ -4,7 +4,15 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from nnef_torch.cli.common import MODEL_HELP, add_input_shape, add_source_options, add_verb, input_shapes, volume
+from nnef_torch.cli.common import (
+    MODEL_HELP,
+    add_input_shape,
+    add_source_options,
+    add_verb,
+    input_shapes,
+    source_options,
+    volume,
+)
 from nnef_torch.reader import ModelData, read_model
 
 
@@ -55,7 +63,7 @@ def summary(model: ModelData) -> str:
 
 
 def _read(args: argparse.Namespace) -> ModelData:
-    return read_model(args.path, input_shapes=input_shapes(args.input_shape), format=args.format, params=args.params)
+    return read_model(args.path, input_shapes=input_shapes(args.input_shape), **source_options(args))
 
 
 def validate(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from nnef_torch.cli.common import (
     load_array,
     load_arrays,
     save_arrays,
+    source_options,
 )
 
 if TYPE_CHECKING:
@@ -141,8 +142,8 @@ def execute(args: argparse.Namespace) -> int:
     shapes = input_shapes(args.input_shape)
     if args.input and (args.format or frontends.detect(args.model)[0]) != "nnef":
         shapes = {**given_shapes(args.input), **shapes}
-    module = nnef_torch.load(args.model, params=args.params, format=args.format, device=args.device, dtype=dtype,
-                             input_shapes=shapes)
+    module = nnef_torch.load(args.model, device=args.device, dtype=dtype, input_shapes=shapes,
+                             **source_options(args))
     graph = module.nnef_graph
     externals = graph.signature.externals
     arrays = read_inputs(args.input, externals) or random_inputs(externals, args.seed)

@@ -18,7 +18,7 @@ import tarfile
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nnef_torch.errors import Location, NNEFContainerError
@@ -549,15 +549,26 @@ def read_file(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
 
 def write_file(path: str | os.PathLike, data: bytes) -> None:
     """Write one file atomically: a temporary sibling renamed over the target once complete."""
-    target = os.path.abspath(os.fspath(path))
-    parent, name = os.path.split(target)
-    tmp = os.path.join(parent, f".{name}.tmp-{secrets.token_hex(6)}")
+    write_files([(path, data)])
+
+
+def write_files(files: Sequence[tuple[str | os.PathLike, bytes]]) -> None:
+    """Write files that belong together (a graph and its weights): each goes to a temporary sibling first, and the
+    targets are replaced only once every one is complete, so a failure leaves them all as they were."""
+    pending: list[tuple[str, str]] = []
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
+        for path, data in files:
+            target = os.path.abspath(os.fspath(path))
+            parent, name = os.path.split(target)
+            tmp = os.path.join(parent, f".{name}.tmp-{secrets.token_hex(6)}")
+            pending.append((tmp, target))
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        for tmp, target in pending:
+            os.replace(tmp, target)
     except BaseException:
-        _remove(tmp)
+        for tmp, _ in pending:
+            _remove(tmp)
         raise

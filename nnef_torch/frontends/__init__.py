@@ -20,8 +20,8 @@ from nnef_torch.frontends.json_file import read_json
 from nnef_torch.ir.graph import Graph
 
 # format name -> the package that reads it
-FORMATS: dict[str, str] = {"nnvm": "nnef_torch.frontends.nnvm"}
-_JSON_KEYS = {"nnvm": ("nodes", "arg_nodes", "heads")}
+FORMATS: dict[str, str] = {"nnvm": "nnef_torch.frontends.nnvm", "lightnet": "nnef_torch.frontends.lightnet"}
+_JSON_KEYS = {"nnvm": ("nodes", "arg_nodes", "heads"), "lightnet": ("ops",)}
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,8 @@ def detect(path: str | os.PathLike) -> tuple[str, Any]:
 def convert(path: str | os.PathLike, *, format: str | None = None, document: Any = None,
             params: str | os.PathLike | Mapping[str, Any] | None = None,
             input_shapes: Mapping[str, Any] | None = None, **options: Any) -> Converted:
-    """Read a model of another format as NNEF (`format` forces one; by default it is detected)."""
+    """Read a model of another format as NNEF (`format` forces one; by default it is detected). `options` are
+    the format's own (LightNet's `inputs` and `outputs`); one the format does not take is refused unless None."""
     if format is None:
         format, document = detect(path)
         if format == "nnef":
@@ -76,7 +77,13 @@ def convert(path: str | os.PathLike, *, format: str | None = None, document: Any
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; expected 'nnef' or one of {sorted(FORMATS)}")
     reader = importlib.import_module(FORMATS[format])
-    return reader.read(path, document=document, params=params, input_shapes=input_shapes, **options)
+    taken = getattr(reader, "OPTIONS", ("params", "input_shapes"))
+    given = {key: value for key, value in options.items() if value is not None}
+    refused = sorted(key for key in given if key not in taken)
+    if refused:
+        raise ValueError(f"{', '.join(key + '=' for key in refused)} do(es) not apply to {format} models "
+                         f"(they take {', '.join(key + '=' for key in taken)})")
+    return reader.read(path, document=document, params=params, input_shapes=input_shapes, **given)
 
 
 __all__ = ["FORMATS", "Converted", "convert", "detect"]

@@ -130,9 +130,14 @@ class GraphBuilder:
         self.quantizers: dict[str, str] = {}  # tensor name -> submodule path of its FakeQuantize
 
     def build(self) -> fx.Graph:
+        read = {ref.name for op in self.graph.operations for ref in op.input_refs()} | set(self.graph.outputs)
         for external in self.graph.signature.externals:
             dtype = declared_dtype(external.dtype, self.float_dtype)
-            self.bind(external.name, self.tracer.placeholder(python_name(external.name), external.shape, dtype))
+            # an input nothing reads may be left out (NNEF graphs have at least one input; a model with none
+            # declares one, as the LightNet front end does)
+            placeholder = self.tracer.placeholder(python_name(external.name), external.shape, dtype,
+                                                  optional=external.name not in read)
+            self.bind(external.name, placeholder)
         for op in self.graph.operations:
             handler = self.special.get(op.name)
             try:

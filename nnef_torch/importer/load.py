@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -33,13 +33,17 @@ PROGRESS_BYTES = 64 << 20  # show a progress bar on a terminal from this many by
 def load(path: str | os.PathLike, *, params: Any = None, format: str | None = None,
          device: torch.device | str | int | None = None, dtype: torch.dtype | None = None,
          input_shapes: Mapping[str, Any] | None = None,
-         custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None) -> NNEFModule:
+         custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None,
+         inputs: Sequence[str] | None = None, outputs: Sequence[str] | None = None) -> NNEFModule:
     """Import a model as a torch module: an NNEF model (a folder, a graph.nnef file, or a .tar/.tgz/.tar.gz
-    archive), or a model of another format that a front end reads (NNVM graph JSON, an MXNet `-symbol.json`).
+    archive), or a model of another format that a front end reads (NNVM graph JSON, an MXNet `-symbol.json`,
+    LightNet's JSON IR).
 
-    params: the parameters of a model of another format: a path (MXNet `.params`, `.npz`) or a mapping of name to
-    array or tensor; by default the `prefix-NNNN.params` beside `prefix-symbol.json`. format: 'nnef', 'nnvm', ...
-    (detected from the content by default).
+    params: the parameters of a model of another format: a path (MXNet `.params`, LightNet `.wts`, `.npz`) or a
+    mapping of name to array or tensor; by default the `prefix-NNNN.params` beside `prefix-symbol.json`, the
+    `model.wts` beside a LightNet `model.json`. format: 'nnef', 'nnvm', 'lightnet' (detected from the content by
+    default). inputs, outputs: a LightNet model's tensors that the caller fills (created tensors, which become the
+    positional inputs in this order) and that the module returns (by default the tensors no op reads).
     device: where Parameters and buffers live; 'meta' reads no tensor data (fill it later with `.materialize`).
     dtype: the floating dtype of variables and of scalar inputs (default: as stored, float32 for inputs).
     input_shapes: new shapes for graph inputs, by name (spec 2.2). custom_ops: torch implementations of
@@ -54,7 +58,8 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
     find = implementations(custom_ops)
     custom_shapes = {name: _meta_shape_rule(fn) for name, fn in (custom_ops or {}).items()}
     device = torch.device(device) if device is not None else None
-    with open_source(path, format=format, params=params, input_shapes=input_shapes) as files:
+    with open_source(path, format=format, params=params, input_shapes=input_shapes, inputs=inputs,
+                     outputs=outputs) as files:
         graph = read_graph(files.graph_text, file=files.graph_file, quant_text=files.quant_text,
                            quant_file=files.quant_file, atomic=lambda name: find(name) is not None,
                            custom_shapes=custom_shapes, input_shapes=input_shapes if files.format == "nnef" else None)

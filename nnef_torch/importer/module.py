@@ -71,8 +71,15 @@ class NNEFModule(fx.GraphModule):
                 found[name].set_learnable(learnable)
         return self
 
-    def save(self, path: str | os.PathLike, *, compress: bool | None = None, progress: bool | None = None) -> None:
-        """Write the same graph (and graph.quant) with the current values of the variables."""
+    def save(self, path: str | os.PathLike, *, compress: bool | None = None, progress: bool | None = None,
+             format: str | None = None, weights: str | None = None) -> None:
+        """Write the same graph (and graph.quant) with the current values of the variables. format: 'nnef' or
+        'lightnet' (by default 'lightnet' for a .json path); weights: for LightNet, 'file' (a .wts file beside the
+        JSON, the default) or 'inline' (see `nnef_torch.save`)."""
+        from nnef_torch.saving import save, save_format
+        if save_format(path, format) == "lightnet" or weights is not None:
+            save(self, path, compress=compress, progress=progress, format=format, weights=weights)
+            return
         from nnef_torch.importer.save import save_imported
         save_imported(self, path, compress=compress, progress=progress)
 

@@ -34,8 +34,9 @@ class OpTracer(fx.Tracer):
                 return self.create_node("get_attr", name, (), {})
         return super().create_arg(a)
 
-    def placeholder(self, name: str, shape: Sequence[int], dtype: torch.dtype) -> fx.Proxy:
-        proxy = self.create_proxy("placeholder", name, (), {}, name=name)
+    def placeholder(self, name: str, shape: Sequence[int], dtype: torch.dtype, optional: bool = False) -> fx.Proxy:
+        """A positional input of `forward`; an `optional` one defaults to None (an input nothing reads)."""
+        proxy = self.create_proxy("placeholder", name, (None,) if optional else (), {}, name=name)
         annotate(proxy, shape, dtype)
         return proxy
 

@@ -9,7 +9,7 @@ using one records its definition, and the document written from the graph define
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -122,7 +122,7 @@ class Builder:
 
     def fresh(self, base: str, own: bool = False) -> str:
         """An unused identifier made from `base`; `own`: `base` is reserved for the tensor being named."""
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "t"
+        base = "".join(c if c.isascii() and c.isalnum() or c == "_" else "_" for c in base) or "t"
         if not (base[0].isalpha() or base[0] == "_"):
             base = "t_" + base
         name, counter = base, 0
@@ -274,8 +274,9 @@ class Builder:
         result = self.op("update", variable, value)
         self.updates.append(Update(variable.name, value.name if isinstance(value, Ref) else value, result.name))
 
-    def graph(self, name: str, outputs: Sequence[Ref]) -> Graph:
-        """The finished graph; operations (and variables) nothing depends on are left out."""
+    def graph(self, name: str, outputs: Sequence[Ref], keep: Collection[str] = ()) -> Graph:
+        """The finished graph; operations (and variables) nothing depends on are left out, except those named in
+        `keep` (operations with side effects, such as a front end's print)."""
         if self._renamed:
             self.operations[:] = [_replace_refs(op, self._renamed) for op in self.operations]
             for old in self._renamed:
@@ -284,7 +285,8 @@ class Builder:
         live = {ref.name for ref in outputs}
         kept = []
         for op in reversed(self.operations):
-            if op.name in ("update", "external") or any(ref.name in live for ref in op.output_refs()):
+            if op.name in ("update", "external") or op.name in keep or \
+                    any(ref.name in live for ref in op.output_refs()):
                 kept.append(op)
                 live.update(ref.name for ref in op.input_refs())
         self.operations[:] = reversed(kept)

@@ -8,11 +8,13 @@ split by idea; each registers its own rules with `@shape_rule`:
 - `shapes_reduce`: reductions, moments, softmax, l1 / l2 and batch normalization
 - `shapes_window`: conv, deconv, box, sampling and pooling ops, separable convolutions
 - `shapes_sampling`: up- and down-sampling, local normalizations, region-of-interest ops
+- `shapes_lightnet`: the LightNet front end's fragments kept whole (print, fprint, the sorts)
 """
 from __future__ import annotations
 
 from nnef_torch.ops import (  # noqa: F401  (imported to register their rules)
     shapes_elementwise,
+    shapes_lightnet,
     shapes_reduce,
     shapes_sampling,
     shapes_tensor,

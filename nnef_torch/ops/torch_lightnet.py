@@ -1,0 +1,87 @@
+"""Torch implementations of the LightNet front end's fragments that nnef_torch keeps whole.
+
+`lightnet_print` and `lightnet_fprint` are submodules with a side effect (`registry.torch_module`): each call writes
+its message and the tensor as TensorLight prints it. They are marked impure (`_is_impure`), so that dead-code
+elimination keeps them though nothing reads their results, and are silenced by setting their `enabled` attribute
+to False (`nnef_torch.frontends.lightnet.set_printing(module, False)` does it for every one). Nothing is written
+while `torch.export` or TorchScript traces the module. The sorts are `torch.sort`, stable as LightNet's (thrust's
+radix sort) is."""
+from __future__ import annotations
+
+import sys
+import warnings
+
+import torch
+
+from nnef_torch.frontends.lightnet.tl_print import print_text
+from nnef_torch.ops.registry import torch_module, torch_op
+
+
+def _text(message: str, input: torch.Tensor) -> str:
+    values = input.detach().cpu()
+    if values.dtype in (torch.bfloat16, torch.float16):
+        values = values.float()
+    return print_text(message, values.numpy())
+
+
+def _tracing() -> bool:
+    return torch.jit.is_tracing() or torch.compiler.is_exporting()
+
+
+class _Printing(torch.nn.Module):
+    _is_impure = True  # fx dead-code elimination keeps call_module nodes of impure modules
+
+    def __init__(self, msg: str):
+        super().__init__()
+        self.msg = str(msg)
+        self.enabled = True
+
+
+@torch_module("lightnet_print")
+class TensorPrint(_Printing):
+    """LightNet's print: writes `msg`, a line break and the tensor to standard output; returns its input."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if self.enabled and not _tracing():
+            sys.stdout.write(_text(self.msg, input))
+            sys.stdout.flush()
+        return input
+
+    def extra_repr(self) -> str:
+        return f"msg={self.msg!r}, enabled={self.enabled}"
+
+
+@torch_module("lightnet_fprint")
+class TensorFilePrint(_Printing):
+    """LightNet's fprint: rewrites the text file `file` (relative to the working directory) with `msg`, a line
+    break and the tensor; a file that cannot be opened is warned about and skipped, as LightNet does."""
+
+    def __init__(self, msg: str, file: str):
+        super().__init__(msg)
+        self.file = str(file)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if self.enabled and not _tracing():
+            text = _text(self.msg, input)
+            try:
+                with open(self.file, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+            except OSError as error:
+                warnings.warn(f"fprint: cannot open file {self.file}: {error.strerror or error}; skip printing",
+                              RuntimeWarning, stacklevel=2)
+        return input
+
+    def extra_repr(self) -> str:
+        return f"msg={self.msg!r}, file={self.file!r}, enabled={self.enabled}"
+
+
+@torch_op('lightnet_sort1d')
+def lightnet_sort1d(key: torch.Tensor, positions: torch.Tensor, *, descending: bool) -> torch.Tensor:
+    return torch.sort(key, stable=True, descending=bool(descending)).values
+
+
+@torch_op('lightnet_sort1d_by_key')
+def lightnet_sort1d_by_key(key: torch.Tensor, value: torch.Tensor, positions: torch.Tensor, *,
+                           descending: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    sorted_key, order = torch.sort(key, stable=True, descending=bool(descending))
+    return sorted_key, value[order]
