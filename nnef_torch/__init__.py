@@ -9,6 +9,7 @@ from nnef_torch.errors import (
     Location,
     NNEFContainerError,
     NNEFError,
+    NNEFOptionError,
     NNEFQuantizationError,
     NNEFSemanticError,
     NNEFShapeError,
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # what `__getattr__` imports on first use, visible to type ch
     from nnef_torch.saving import save
 
 __all__ = ["ExportError", "ForeignFormatError",
-           "Location", "Model", "NNEFContainerError", "NNEFError", "NNEFModule", "NNEFQuantizationError",
+           "Location", "Model", "NNEFContainerError", "NNEFError", "NNEFModule", "NNEFOptionError", "NNEFQuantizationError",
            "NNEFSemanticError", "NNEFShapeError", "NNEFSyntaxError", "NNEFTensorFileError", "NNEFTypeError",
            "NNEFUnsupportedError", "export", "load", "read_graph", "read_model", "read_tensor", "save", "write_tensor"]
 

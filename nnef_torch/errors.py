@@ -89,6 +89,11 @@ class ForeignFormatError(NNEFError, ValueError):
     disagrees with itself; the message names the node (index and name) or the array it is about."""
 
 
+class NNEFOptionError(NNEFError, ValueError):
+    """An option given with a model (input_shapes=, inputs=, outputs=, params=) does not fit it: it names an input
+    the model lacks, repeats one, or does not apply to the model's format."""
+
+
 class NNEFUnsupportedError(NNEFError, NotImplementedError):
     """Valid NNEF that this implementation cannot handle (e.g. custom ops without an implementation)."""
 

@@ -95,6 +95,19 @@ def quantization_options(values: list[str]) -> dict[str, Any] | None:
     return options
 
 
+def _read_back_options(path: str, count: int) -> dict[str, Any]:
+    """How to read the written model back: a LightNet file does not say which tensors are inputs; the writer
+    creates them first, in the module's input order."""
+    from nnef_torch import frontends
+    if frontends.detect(path)[0] != "lightnet":
+        return {}
+    from nnef_torch.frontends.json_file import read_json
+    from nnef_torch.frontends.lightnet.ir_json import parse_ir
+    ir = parse_ir(read_json(path), path)
+    creates = [op.tensors_out["dst"] for op in ir.ops if op.optype == "create"]
+    return {"inputs": creates[:count]}
+
+
 def execute(args: argparse.Namespace) -> int:
     import warnings
 
@@ -106,11 +119,12 @@ def execute(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch.export's internal deprecation notices
         nnef_torch.save(module, args.output, inputs, quantization=quantization_options(args.quantization))
-    model = read_model(args.output)
+    model = read_model(args.output, **_read_back_options(args.output, len(inputs)))
     graph = model.graph
     inputs_text = ", ".join(f"{ext.name}{list(ext.shape)}" for ext in graph.signature.externals)
     print(f"exported {args.spec} ({type(module).__name__}, {'train' if args.train else 'eval'} mode) to "
-          f"{args.output}: valid NNEF, {summary(model)}; inputs {inputs_text} -> outputs {', '.join(graph.outputs)}")
+          f"{args.output}: {'valid NNEF' if model.format == 'nnef' else f'valid {model.format} model'}, "
+          f"{summary(model)}; inputs {inputs_text} -> outputs {', '.join(graph.outputs)}")
     return 0
 
 
@@ -120,13 +134,15 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         ["export mymodels:build_net -o net.tgz --input-shape 1,3,224,224",
          "export mypackage.vision:model -o model/ --input-shape 1,3,64,64 --input-shape 1,10 \\\n"
          "      --input-dtype float32 --input-dtype int64",
-         "export qat_models:tuned -o qat.nnef --input-shape 1,1,28,28 --quantization weights=quantized"],
+         "export qat_models:tuned -o qat.nnef --input-shape 1,1,28,28 --quantization weights=quantized",
+         "export mymodels:build_net -o net.json --input-shape 1,3,224,224   # LightNet JSON IR + net.wts"],
         "SPEC is package.module:factory, imported with the current folder on sys.path (as `python -m` does):\n"
         "a callable returning an nn.Module, or an nn.Module object. The module runs in eval mode unless --train.\n"
         "The written model is read back and checked with nnef_torch's own reader.")
     command.add_argument("spec", metavar="SPEC", help="package.module:factory")
     command.add_argument("-o", "--output", required=True, metavar="OUT",
-                         help="a folder, or a .tgz/.tar.gz/.tar archive")
+                         help="a folder or a .tgz/.tar.gz/.tar archive (NNEF), or a .json file (LightNet JSON IR, "
+                              "with its .wts beside it)")
     command.add_argument("--input-shape", action="append", type=shape, required=True, metavar="D0,D1,...",
                          help="shape of one positional input of forward (repeat for each input, in order)")
     command.add_argument("--input-dtype", action="append", default=[], choices=INPUT_DTYPES, metavar="DTYPE",

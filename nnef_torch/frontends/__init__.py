@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from nnef_torch.errors import ForeignFormatError, Location, NNEFContainerError
+from nnef_torch.errors import ForeignFormatError, Location, NNEFContainerError, NNEFOptionError
 from nnef_torch.frontends.json_file import read_json
 from nnef_torch.ir.graph import Graph
 
@@ -81,7 +81,7 @@ def convert(path: str | os.PathLike, *, format: str | None = None, document: Any
     given = {key: value for key, value in options.items() if value is not None}
     refused = sorted(key for key in given if key not in taken)
     if refused:
-        raise ValueError(f"{', '.join(key + '=' for key in refused)} do(es) not apply to {format} models "
+        raise NNEFOptionError(f"{', '.join(key + '=' for key in refused)} do(es) not apply to {format} models "
                          f"(they take {', '.join(key + '=' for key in taken)})")
     return reader.read(path, document=document, params=params, input_shapes=input_shapes, **given)
 

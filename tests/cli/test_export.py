@@ -74,6 +74,18 @@ def test_factory_exported_parsed_by_khronos_and_reimported_equal(tmp_path, capsy
         torch.testing.assert_close(nnef_torch.load(tmp_path / "net")(x), module(x), rtol=1e-5, atol=1e-5)
 
 
+def test_factory_exported_as_lightnet_and_reimported_equal(tmp_path, capsys, factories):
+    status, out, err = cli(capsys, "export", f"{factories}:build", "-o", "net.json", "--input-shape", "1,3,8,8")
+    assert status == 0, err
+    assert "to net.json: valid lightnet model" in out and "inputs input[1, 3, 8, 8]" in out
+    assert (tmp_path / "net.wts").is_file()
+    module = importlib.import_module(factories).build().eval()
+    x = torch.randn(1, 3, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(nnef_torch.load(tmp_path / "net.json", inputs=["input"])(x), module(x), rtol=1e-5,
+                                   atol=1e-5)
+
+
 def test_module_object_with_two_inputs_and_dtypes_to_an_archive(tmp_path, capsys, factories):
     status, out, err = cli(capsys, "export", f"{factories}:instance", "-o", "lookup.tgz", "--input-shape", "2,3",
                            "--input-shape", "2", "--input-dtype", "float32", "--input-dtype", "int64")

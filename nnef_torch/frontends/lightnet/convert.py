@@ -26,7 +26,14 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nnef_torch.errors import ForeignFormatError, Location, NNEFError, NNEFShapeError, NNEFUnsupportedError
+from nnef_torch.errors import (
+    ForeignFormatError,
+    Location,
+    NNEFError,
+    NNEFOptionError,
+    NNEFShapeError,
+    NNEFUnsupportedError,
+)
 from nnef_torch.frontends.lightnet import rules  # noqa: F401  (registers the lightnet import rules)
 from nnef_torch.frontends.lightnet.ir_json import IR, parse_ir
 from nnef_torch.frontends.lightnet.node import Context, LnNode
@@ -124,10 +131,10 @@ def _declare_inputs(context: Context, inputs: list[str], shapes: dict[str, Any])
     """Externals for the tensors of `inputs=`, each made by a `create` op, in the order given, with the dims of the
     `create` or of `input_shapes`."""
     if len(set(inputs)) != len(inputs):
-        raise ValueError(f"inputs= names a tensor twice: {inputs}")
+        raise NNEFOptionError(f"inputs= names a tensor twice: {inputs}")
     unknown = sorted(set(shapes) - set(inputs))
     if unknown:
-        raise ValueError(f"input_shapes names {unknown}, which are not inputs of the model (inputs=: {inputs})")
+        raise NNEFOptionError(f"input_shapes names {unknown}, which are not inputs of the model (inputs=: {inputs})")
     creates = {op.tensors_out["dst"]: op for op in context.ir.ops if op.optype == "create"}
     wrong = [name for name in inputs if name not in creates]
     if wrong:

@@ -34,6 +34,7 @@ _VIEWS = {0: np.dtype("<f4"), 2: np.dtype("i1")}
 _DIGITS = {0: 8, 2: 2}
 _NAMES = {0: "float32", 1: "half", 2: "int8"}
 _WORD = re.compile(r"\S+")
+_HEAD = re.compile(r"\s*(\S+)\s+(\S+)\s+(\S+) ")  # name, type and length, then one space
 MAX_ITEMS = 1 << 31  # LightNet reads lengths as C ints
 
 
@@ -85,9 +86,19 @@ def write_wts(arrays: Mapping[str, Any]) -> str:
             kind, bits = 0, np.ascontiguousarray(array, dtype="<f4").reshape(-1).view("<u4")
         else:
             raise ValueError(f"weight '{name}' is {array.dtype}: a .wts file holds float32 or int8 arrays")
-        words = " ".join(format(int(word), f"0{_DIGITS[kind]}x") for word in bits.tolist())
-        lines.append(f"{name} {kind} {bits.size} {words}\n")
+        lines.append(f"{name} {kind} {bits.size} {_hex_words(bits, _DIGITS[kind])}\n")
     return "".join(lines)
+
+
+def _hex_words(bits: np.ndarray, digits: int) -> str:
+    """The items of an unsigned array as zero-padded lower-case hex words separated by spaces (vectorized: a model's
+    millions of weights take a moment, not seconds)."""
+    if bits.size == 0:
+        return ""
+    text = np.frombuffer(bits.astype(bits.dtype.newbyteorder(">")).tobytes().hex().encode("ascii"), np.uint8)
+    words = np.full((bits.size, digits + 1), ord(" "), np.uint8)
+    words[:, :digits] = text.reshape(bits.size, digits)
+    return words.tobytes()[:-1].decode("ascii")
 
 
 def _text(data: str | bytes, file: str | None) -> str:
@@ -115,8 +126,24 @@ def _integer(word: tuple[int, str], what: str, file: str | None, line: int) -> i
     return int(text)
 
 
+def _canonical_words(rest: str, length: int, digits: int) -> np.ndarray | None:
+    """The items of a record written as genwts.pl writes them (`rest`: words of exactly `digits` hex digits, one
+    space apart), decoded in one go; None for any other layout, which the word-by-word reading checks and locates."""
+    rest = rest.rstrip()
+    if length == 0 or len(rest) != length * (digits + 1) - 1:
+        return None
+    chars = np.frombuffer(rest.encode("ascii"), np.uint8)
+    if not (np.all(chars[digits::digits + 1] == ord(" ")) and np.count_nonzero(chars == ord(" ")) == length - 1):
+        return None
+    try:
+        return np.frombuffer(bytes.fromhex(rest), np.dtype(f">u{digits // 2}"))
+    except ValueError:
+        return None
+
+
 def _record(line: str, number: int, file: str | None) -> tuple[str, np.ndarray]:
-    words = _words(line)
+    head = _HEAD.match(line)
+    words = [(head.start(i) + 1, head.group(i)) for i in (1, 2, 3)] if head else _words(line)
     if len(words) < 3:
         raise ForeignFormatError("truncated record: expected a name, a type and a length", Location(file, number,
                                                                                                    len(line) + 1))
@@ -129,6 +156,10 @@ def _record(line: str, number: int, file: str | None) -> tuple[str, np.ndarray]:
                                  Location(file, number, words[1][0]))
     if not 0 <= length < MAX_ITEMS:
         raise ForeignFormatError(f"array '{name}' has length {length}", Location(file, number, words[2][0]))
+    fast = _canonical_words(line[head.end():], length, _DIGITS[kind]) if head else None
+    if fast is not None:
+        return name, fast.astype(TYPES[kind]).view(_VIEWS[kind])
+    words = _words(line)
     items = words[3:]
     if len(items) != length:
         where = items[length][0] if len(items) > length else len(line) + 1

@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from nnef_torch.errors import ForeignFormatError, Location, NNEFError, NNEFShapeError, NNEFUnsupportedError
+from nnef_torch.errors import (
+    ForeignFormatError,
+    Location,
+    NNEFError,
+    NNEFOptionError,
+    NNEFShapeError,
+    NNEFUnsupportedError,
+)
 from nnef_torch.format.labels import label_problem
 from nnef_torch.frontends.nnvm import rules  # noqa: F401  (registers the nnvm import rules)
 from nnef_torch.frontends.nnvm.attrs import Attributes
@@ -147,7 +154,8 @@ def _input_shapes(graph: GraphJSON, kinds: _Kinds, given: Mapping[str, Any] | No
     names = {graph.nodes[index].name: index for index in kinds.inputs}
     unknown = sorted(set(given) - set(names))
     if unknown:
-        raise ValueError(f"input_shapes names {unknown}, which are not inputs of the graph (inputs: {list(names)})")
+        raise NNEFOptionError(f"input_shapes names {unknown}, which are not inputs of the graph "
+                              f"(inputs: {list(names)})", Location(file=graph.file))
     inferred = graph.attrs.get("shape")
     shapes: dict[int, tuple[int, ...]] = {}
     lacking = []

@@ -63,8 +63,6 @@ def test_mutated_graph_is_converted_or_refused_cleanly(tmp_path_factory, documen
         read_model(symbol, format="nnvm", params=arrays, input_shapes={"data": SHAPE})
     except NNEFError:
         pass
-    except ValueError as error:  # API misuse, not file content: only input_shapes naming a non-input
-        assert "input_shapes" in str(error) or "shape of input" in str(error), error
 
 
 @fuzz(400)
