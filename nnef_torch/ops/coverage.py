@@ -92,11 +92,14 @@ def frontend_markdown(format: str) -> str:
     """Markdown: the operators of `format` a front end reads, by the NNEF operation each mainly becomes, and the
     operators it refuses, with the reason."""
     import importlib
+    import importlib.util
 
     from nnef_torch.frontends import FORMATS
     from nnef_torch.ops import registry
 
-    importlib.import_module(FORMATS[format])  # registers its rules
+    importlib.import_module(FORMATS[format])  # registers its import rules
+    if importlib.util.find_spec(f"{FORMATS[format]}.write_rules") is not None:
+        importlib.import_module(f"{FORMATS[format]}.write_rules")  # and those of its back end
     by_op: dict[str, list[str]] = {}
     for operator, op in sorted(registry.import_targets(format).items()):
         by_op.setdefault(op, []).append(operator)
@@ -107,8 +110,13 @@ def frontend_markdown(format: str) -> str:
     reasons: dict[str, list[str]] = {}
     for name, reason in sorted(refused.items()):
         reasons.setdefault(reason, []).append(name)
-    lines += ["", "| refused | why |", "| --- | --- |"]
-    lines += [f"| {', '.join(f'`{name}`' for name in names)} | {reason} |" for reason, names in reasons.items()]
+    if reasons:
+        lines += ["", "| refused | why |", "| --- | --- |"]
+        lines += [f"| {', '.join(f'`{name}`' for name in names)} | {reason} |" for reason, names in reasons.items()]
+    written = sorted(registry.write_rules(format))
+    if written:
+        lines += ["", f"Written back as {format} ({len(written)} NNEF operations; fragments of the document are "
+                  "expanded first): " + ", ".join(f"`{name}`" for name in written) + "."]
     return "\n".join(lines) + "\n"
 
 
