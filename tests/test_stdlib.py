@@ -1,6 +1,8 @@
 """The standard library data file: the 119 operations of NNEF 1.0.5, with their declared signatures."""
 from __future__ import annotations
 
+from fragment_libraries import library_fragments
+
 import nnef_torch.ops.shapes  # noqa: F401
 from nnef_torch.format.printer import print_fragment
 from nnef_torch.ops.registry import shape_rules
@@ -25,8 +27,9 @@ def test_the_stdlib_declares_exactly_the_119_operations_of_nnef_1_0_5():
 
 
 def test_every_standard_operation_has_a_shape_rule():
-    # beyond the standard ops: the fragments implemented by training-mode submodules (tests/ops/test_torch_training.py)
-    assert sorted(shape_rules()) == sorted(set(SPEC_1_0_5) | {"batch_norm_moving", "dropout"})
+    # beyond the standard ops, only fragments of the package's own libraries (front ends), tested with them
+    assert set(SPEC_1_0_5) <= set(shape_rules())
+    assert set(shape_rules()) - set(SPEC_1_0_5) <= library_fragments()
 
 
 def test_later_signatures():

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fragment_libraries import library_fragments
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -367,8 +368,9 @@ def test_shape_rule_matches_khronos(r: Row) -> None:
 
 def test_exactly_the_standard_ops_have_rules() -> None:
     assert len(STANDARD_OPS) == len(set(STANDARD_OPS)) == 119
-    # beyond the standard ops: the fragments implemented by training-mode submodules (tests/ops/test_torch_training.py)
-    assert set(shape_rules()) == set(STANDARD_OPS) | {"batch_norm_moving", "dropout"}
+    # beyond the standard ops, only fragments of the package's own libraries (front ends), tested with them
+    assert set(STANDARD_OPS) <= set(shape_rules())
+    assert set(shape_rules()) - set(STANDARD_OPS) <= library_fragments()
 
 
 def test_every_op_has_rows() -> None:
