@@ -50,6 +50,21 @@ def fragment_library(package: str, filename: str, *extends: tuple[str, str]) -> 
     return {**base, **{fragment.name: fragment for fragment in fragments}}
 
 
+def unique_identifier(base: str, used: set[str], reserved: Collection[str] = (), own: bool = False,
+                      max_length: int | None = None) -> str:
+    """An identifier made from `base` (ASCII letters, digits and underscores, not starting with a digit) that is
+    not in `used`, nor in `reserved` unless `own` (the base is reserved for the caller); it is added to `used`."""
+    base = "".join(c if c.isascii() and c.isalnum() or c == "_" else "_" for c in base)[:max_length] or "t"
+    if not (base[0].isalpha() or base[0] == "_"):
+        base = "t_" + base
+    name, counter = base, 0
+    while name in used or (name in reserved and not (own and name == base)):
+        counter += 1
+        name = f"{base}_{counter}"
+    used.add(name)
+    return name
+
+
 def default_value(expr: ast.Expr) -> Any:
     """The value of a declared default (a literal, or arrays and tuples of them)."""
     if isinstance(expr, ast.Literal):
@@ -122,15 +137,7 @@ class Builder:
 
     def fresh(self, base: str, own: bool = False) -> str:
         """An unused identifier made from `base`; `own`: `base` is reserved for the tensor being named."""
-        base = "".join(c if c.isascii() and c.isalnum() or c == "_" else "_" for c in base) or "t"
-        if not (base[0].isalpha() or base[0] == "_"):
-            base = "t_" + base
-        name, counter = base, 0
-        while name in self._used or (name in self._reserved and not (own and name == base)):
-            counter += 1
-            name = f"{base}_{counter}"
-        self._used.add(name)
-        return name
+        return unique_identifier(base, self._used, self._reserved, own)
 
     def rename(self, ref: Ref, name: str) -> Ref:
         """Give the tensor `ref` (written by the current rule) the name `name`, if still free."""

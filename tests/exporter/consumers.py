@@ -38,6 +38,16 @@ def close(found: Any, expected: Any, rtol: float = RTOL) -> None:
     np.testing.assert_allclose(found.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=rtol * scale)
 
 
+def close_all(found: list[Any], expected: list[Any], rtol: float = RTOL, who: str = "outputs") -> None:
+    """`close` for each output of a list, which must be as long as the expected one; a failure names the output."""
+    assert len(found) == len(expected), f"{who}: {len(found)} outputs, {len(expected)} expected"
+    for i, (f, e) in enumerate(zip(found, expected)):
+        try:
+            close(f, e, rtol)
+        except AssertionError as error:
+            raise AssertionError(f"{who}, output {i}: {error}") from None
+
+
 def defined_fragments(folder: Path) -> list[str]:
     """The fragments a document defines: Khronos tools must be told to lower (expand) them."""
     return re.findall(r"^fragment (\w+)", (folder / "graph.nnef").read_text(), flags=re.M)

@@ -31,7 +31,7 @@ from nnef_torch.exporter.problems import Problem
 from nnef_torch.format import container
 from nnef_torch.frontends.lightnet.optypes import OPTYPES, check_param
 from nnef_torch.frontends.lightnet.write_json import LightNetModel, numbers, wts_path
-from nnef_torch.ir.builder import Unmappable
+from nnef_torch.ir.builder import Unmappable, unique_identifier
 from nnef_torch.ir.graph import Graph, Operation, Ref, Variable
 from nnef_torch.ops import registry
 
@@ -459,15 +459,7 @@ class Writer:
 
     # ------------------------------------------------------------------------------------------ names
     def _fresh(self, base: str, own: bool = False) -> str:
-        base = "".join(c if c.isalnum() and c.isascii() or c == "_" else "_" for c in base)[:MAX_NAME] or "t"
-        if not (base[0].isalpha() or base[0] == "_"):
-            base = "t_" + base
-        name, counter = base, 0
-        while name in self._used or (name in self._reserved and not (own and name == base)):
-            counter += 1
-            name = f"{base}_{counter}"
-        self._used.add(name)
-        return name
+        return unique_identifier(base, self._used, self._reserved, own, MAX_NAME)
 
     def _base(self, suffix: str) -> str:
         return f"{self.base(self.op)}_{suffix}" if self.op is not None and self.op.outputs else suffix

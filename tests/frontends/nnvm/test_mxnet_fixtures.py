@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from exporter.consumers import close, khronos_parse
+from exporter.consumers import close_all, khronos_parse
 
 import nnef_torch
 from frontends.khronos_session import run_khronos, session_dies
@@ -74,22 +74,13 @@ def _run(module: torch.nn.Module, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return [output.numpy() for output in outputs]
 
 
-def _compare(found: list[np.ndarray], expected: list[np.ndarray], rtol: float) -> None:
-    assert len(found) == len(expected), f"{len(found)} outputs, MXNet gives {len(expected)}"
-    for i, (f, e) in enumerate(zip(found, expected)):
-        try:
-            close(f, e, rtol)
-        except AssertionError as error:
-            raise AssertionError(f"output {i}: {error}") from None
-
-
 def _check_session(name: str, folder: Path, inputs: list[np.ndarray], expected: list[np.ndarray], rtol: float) -> None:
     if name in SESSION_CRASHES:
         assert session_dies(folder, inputs, folder.parent), \
             f"recorded as crashing nnef.Session, but it ran (remove the entry): {SESSION_CRASHES[name]}"
         return
     try:
-        _compare(run_khronos(folder, inputs), expected, rtol)
+        close_all(run_khronos(folder, inputs), expected, rtol)
     except pytest.skip.Exception:
         raise
     except Exception as error:  # noqa: BLE001  (a failure the table may record)
@@ -128,7 +119,7 @@ def test_mxnet_op(name: str, tmp_path: Path) -> None:
             nnef_torch.load(OPS_DIR / f"{name}-symbol.json", input_shapes=shapes)
         return
     module = nnef_torch.load(OPS_DIR / f"{name}-symbol.json", input_shapes=shapes).eval()
-    _compare(_run(module, inputs), expected, OP_RTOL)
+    close_all(_run(module, inputs), expected, OP_RTOL)
     folder = tmp_path / "nnef"
     module.save(folder)
     khronos_parse(folder)
@@ -154,12 +145,12 @@ def test_mxnet_zoo(name: str, tmp_path: Path) -> None:
     symbol = ZOO_DIR / f"{name}-symbol.json"
     shapes = {"data": entry["input_shape"]}
     module = nnef_torch.load(symbol, params=None if entry["real_params"] else params, input_shapes=shapes).eval()
-    _compare(_run(module, [x]), expected, ZOO_RTOL)
+    close_all(_run(module, [x]), expected, ZOO_RTOL)
     folder = tmp_path / "nnef"
     module.save(folder)
     khronos_parse(folder)
     if name in SESSION_NETS or ALL_ZOO:
-        _compare(run_khronos(folder, [x]), expected, ZOO_RTOL)
+        close_all(run_khronos(folder, [x]), expected, ZOO_RTOL)
 
 
 def test_real_params_file_holds_the_seeded_arrays() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from exporter.consumers import close, khronos_parse
+from exporter.consumers import close, close_all, khronos_parse
 
 import nnef_torch
 from frontends.khronos_session import run_khronos, session_dies
@@ -75,15 +75,6 @@ def run_nnef_torch(module: torch.nn.Module, inputs: list[np.ndarray]) -> list[np
     return [output.numpy() for output in outputs]
 
 
-def compare(found: list[np.ndarray], expected: list[np.ndarray], rtol: float, who: str) -> None:
-    assert len(found) == len(expected), f"{who}: {len(found)} outputs, the twin gives {len(expected)}"
-    for i, (f, e) in enumerate(zip(found, expected)):
-        try:
-            close(f, e, rtol)
-        except AssertionError as error:
-            raise AssertionError(f"{who}, output {i}: {error}") from None
-
-
 def test_rows_are_named_once() -> None:
     names = [row.name for row in ROWS] + [refused.name for refused in REFUSED]
     assert len(names) == len(set(names)), sorted(name for name in names if names.count(name) > 1)
@@ -110,14 +101,14 @@ def test_nnvm_op(row: Row, tmp_path: Path) -> None:
     module.save(folder)
     inputs = [value for name, value in row.inputs if name in graph_inputs(folder)]
     expected = expected_outputs(row)
-    compare(run_nnef_torch(module, inputs), expected, row.rtol, "nnef_torch")
+    close_all(run_nnef_torch(module, inputs), expected, row.rtol, "nnef_torch")
     khronos_parse(folder)
     if row.crashes:
         assert session_dies(folder, inputs, tmp_path), \
             f"recorded as crashing nnef.Session, but it ran (remove the entry): {row.crashes}"
         return
     try:
-        compare(run_khronos(folder, inputs), expected, row.rtol, "nnef.Session")
+        close_all(run_khronos(folder, inputs), expected, row.rtol, "nnef.Session")
     except pytest.skip.Exception:
         raise
     except Exception:  # noqa: BLE001  (a failure the row may record)
