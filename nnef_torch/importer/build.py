@@ -27,7 +27,7 @@ from nnef_torch.quant.modules import FakeQuantize
 
 _SPECIAL = ("external", "variable", "update")
 QUANTIZERS = "fake_quant"  # the submodule holding one FakeQuantize per graph.quant entry
-TRAINING_OPS = "training_ops"  # the submodule holding the operations that follow the training mode
+OP_MODULES = "op_modules"  # the submodule holding the operations implemented as modules (training mode, side effects)
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ class GraphBuilder:
         if op.name in self.custom:
             result = self._custom_call(fn, args, kwargs, op)
         elif entry is not None and entry.module is not None:
-            result = self.tracer.create_proxy("call_module", self.submodule(TRAINING_OPS, op, entry.module(**kwargs)),
+            result = self.tracer.create_proxy("call_module", self.submodule(OP_MODULES, op, entry.module(**kwargs)),
                                               tuple(args), {})
         else:
             if entry is not None and entry.typed:

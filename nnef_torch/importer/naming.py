@@ -40,9 +40,9 @@ def _segment(part: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _reserved() -> frozenset[str]:
     """Names a module already uses (`half`, `forward`, `graph`, ...): a tensor cannot take them."""
-    from nnef_torch.importer.build import QUANTIZERS, TRAINING_OPS
+    from nnef_torch.importer.build import OP_MODULES, QUANTIZERS
     from nnef_torch.importer.module import NNEFModule
-    return frozenset(dir(NNEFModule)) | {"meta", "training", "_graph", "_code", QUANTIZERS, TRAINING_OPS}
+    return frozenset(dir(NNEFModule)) | {"meta", "training", "_graph", "_code", QUANTIZERS, OP_MODULES}
 
 
 def _clashes(path: str, leaves: set[str], modules: set[str]) -> bool:

@@ -72,7 +72,7 @@ def test_training_step_gives_mxnet_outputs_gradients_and_moving_statistics(fixtu
 
 
 def test_momentum_is_torch_convention_in_the_module():
-    modules = dict(_load().get_submodule("training_ops").named_children())
+    modules = dict(_load().get_submodule("op_modules").named_children())
     assert {name: module.momentum for name, module in modules.items()} == {"bn1": 0.2, "bn2": 0.1}
 
 
