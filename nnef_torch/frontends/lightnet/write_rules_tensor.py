@@ -11,6 +11,7 @@ extent of 1 copies the one item).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -63,39 +64,16 @@ def binary(w: Writer, op: Operation, elew_op: str, x: Any, y: Any) -> None:
     w.emit("elew", {"src1": a, "src2": b}, {"elew_op": elew_op}, {"dst": w.result(op)})
 
 
-@write_rule("add", FORMAT)
-def add(w: Writer, op: Operation) -> None:
-    binary(w, op, "TL_SUM", op.inputs["x"], op.inputs["y"])
+def _elew(elew_op: str) -> Callable[[Writer, Operation], None]:
+    def rule(w: Writer, op: Operation) -> None:
+        binary(w, op, elew_op, op.inputs["x"], op.inputs["y"])
+    rule.__name__ = f"elew_{elew_op[3:].lower()}"
+    return rule
 
 
-@write_rule("sub", FORMAT)
-def sub(w: Writer, op: Operation) -> None:
-    binary(w, op, "TL_SUB", op.inputs["x"], op.inputs["y"])
-
-
-@write_rule("mul", FORMAT)
-def mul(w: Writer, op: Operation) -> None:
-    binary(w, op, "TL_MUL", op.inputs["x"], op.inputs["y"])
-
-
-@write_rule("div", FORMAT)
-def div(w: Writer, op: Operation) -> None:
-    binary(w, op, "TL_DIV", op.inputs["x"], op.inputs["y"])
-
-
-@write_rule("max", FORMAT)
-def max_(w: Writer, op: Operation) -> None:
-    binary(w, op, "TL_MAX", op.inputs["x"], op.inputs["y"])
-
-
-@write_rule("min", FORMAT)
-def min_(w: Writer, op: Operation) -> None:
-    binary(w, op, "TL_MIN", op.inputs["x"], op.inputs["y"])
-
-
-@write_rule("pow", FORMAT)
-def pow_(w: Writer, op: Operation) -> None:
-    binary(w, op, "TL_POW", op.inputs["x"], op.inputs["y"])
+for _op, _elew_op in (("add", "TL_SUM"), ("sub", "TL_SUB"), ("mul", "TL_MUL"), ("div", "TL_DIV"), ("max", "TL_MAX"),
+                      ("min", "TL_MIN"), ("pow", "TL_POW")):
+    write_rule(_op, FORMAT)(_elew(_elew_op))
 
 
 @write_rule("neg", FORMAT)

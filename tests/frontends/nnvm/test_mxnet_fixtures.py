@@ -21,7 +21,7 @@ import torch
 from exporter.consumers import close_all, khronos_parse
 
 import nnef_torch
-from frontends.khronos_session import run_khronos, session_dies
+from frontends.khronos_session import check_session, run_khronos
 from frontends.nnvm.zoo_params import checksum, zoo_input, zoo_params
 
 HERE = Path(__file__).resolve().parent
@@ -75,19 +75,7 @@ def _run(module: torch.nn.Module, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _check_session(name: str, folder: Path, inputs: list[np.ndarray], expected: list[np.ndarray], rtol: float) -> None:
-    if name in SESSION_CRASHES:
-        assert session_dies(folder, inputs, folder.parent), \
-            f"recorded as crashing nnef.Session, but it ran (remove the entry): {SESSION_CRASHES[name]}"
-        return
-    try:
-        close_all(run_khronos(folder, inputs), expected, rtol)
-    except pytest.skip.Exception:
-        raise
-    except Exception as error:  # noqa: BLE001  (a failure the table may record)
-        if name in SESSION_FAILS:
-            return
-        raise AssertionError(f"nnef.Session: {type(error).__name__}: {error}") from error
-    assert name not in SESSION_FAILS, f"recorded as failing in nnef.Session but passed (remove it): {SESSION_FAILS[name]}"
+    check_session(folder, inputs, expected, rtol, fails=SESSION_FAILS.get(name), crashes=SESSION_CRASHES.get(name))
 
 
 def test_fixtures_are_complete() -> None:
