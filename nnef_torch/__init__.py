@@ -41,7 +41,11 @@ _TORCH_API = {"load": "nnef_torch.importer.load", "save": "nnef_torch.saving",
 
 
 def __getattr__(name: str) -> Any:
-    """The torch side (`load`, `save`, `NNEFModule`) is imported on first use: reading files needs no torch."""
+    """The torch side (`load`, `save`, `NNEFModule`) and `viz` are imported on first use: reading files needs no
+    torch."""
+    if name == "viz":
+        import importlib
+        return importlib.import_module("nnef_torch.viz")
     if name in _TORCH_API:
         import importlib
         value = getattr(importlib.import_module(_TORCH_API[name]), name)
@@ -51,4 +55,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_TORCH_API))
+    return sorted(list(globals()) + list(_TORCH_API) + ["viz"])

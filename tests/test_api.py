@@ -83,3 +83,14 @@ def test_importing_the_format_layer_does_not_import_torch():
     code = ("import sys, nnef_torch, nnef_torch.frontends.nnvm; nnef_torch.read_graph; nnef_torch.ExportError; "
             "print('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_viz_surface():
+    from nnef_torch import viz
+    assert {"draw", "scene", "tree", "relayviz", "read_relayviz", "parse_relayviz", "dot_text", "RenderError",
+            "Scene", "Node", "Edge"} <= set(viz.__all__)
+    assert list(inspect.signature(viz.draw).parameters) == [
+        "source", "output", "example_inputs", "embed_weights", "collapse_fragments", "clusters", "around", "radius",
+        "highlight", "options"]
+    assert issubclass(viz.RenderError, nnef_torch.NNEFError)
+    assert nnef_torch.viz is viz

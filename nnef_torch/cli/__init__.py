@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nnef_torch.cli import convert, demo, export, report, run
+from nnef_torch.cli import convert, demo, export, report, run, viz
 from nnef_torch.cli.common import PROG, CLIError
 from nnef_torch.cli.demo import demo_model_path
 from nnef_torch.cli.report import describe
@@ -19,14 +19,15 @@ from nnef_torch.errors import NNEFError
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Validate, inspect, run, export and convert Khronos NNEF models (folders, graph.nnef, .tgz).",
+        description="Validate, inspect, run, export, convert and draw Khronos NNEF models (folders, graph.nnef, .tgz).",
         epilog="examples:\n  nnef-torch validate model.tgz\n  nnef-torch info model/ --input-shape input=8,3,224,224\n"
                "  nnef-torch run model.tgz -o outputs.npz\n"
                "  nnef-torch export mypackage.models:resnet18 -o resnet18.tgz --input-shape 1,3,224,224\n"
                "  nnef-torch convert model/ model.tgz --tensor-layout current\n"
-               "  nnef-torch demo\n\nrun 'nnef-torch VERB --help' for the options and examples of each verb")
+               "  nnef-torch viz model.tgz -o model.html\n  nnef-torch demo\n\n"
+               "run 'nnef-torch VERB --help' for the options and examples of each verb")
     commands = parser.add_subparsers(dest="command", required=True, metavar="VERB")
-    for verb in (report, run, export, convert, demo):
+    for verb in (report, run, export, convert, viz, demo):
         verb.add_parsers(commands)
     return parser
 

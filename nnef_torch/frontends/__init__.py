@@ -56,10 +56,13 @@ def detect(path: str | os.PathLike) -> tuple[str, Any]:
         return "nnef", None
     document = read_json(where)
     if isinstance(document, dict):
+        if document.get("format") == "relayviz":
+            return "relayviz", document
         for name, keys in _JSON_KEYS.items():
             if all(key in document for key in keys):
                 return name, document
     described = "; ".join(f"{name}: keys {', '.join(keys)}" for name, keys in _JSON_KEYS.items())
+    described += '; relayviz: "format": "relayviz"'
     found = ", ".join(sorted(document)[:8]) if isinstance(document, dict) else type(document).__name__
     raise ForeignFormatError(f"this JSON file is no graph format nnef_torch reads ({described}); found {found}",
                              Location(file=where))
@@ -74,6 +77,10 @@ def convert(path: str | os.PathLike, *, format: str | None = None, document: Any
         format, document = detect(path)
         if format == "nnef":
             raise ValueError(f"{os.fspath(path)} is an NNEF model, not one of the formats {sorted(FORMATS)}")
+    if format == "relayviz":
+        raise ForeignFormatError("RelayViz JSON is a drawing of a graph, not a model to run (it has no weights "
+                                 "by default, and its operators are a visualizer's names): draw it with "
+                                 "`nnef-torch viz` or nnef_torch.viz.draw", Location(file=os.fspath(path)))
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; expected 'nnef' or one of {sorted(FORMATS)}")
     reader = importlib.import_module(FORMATS[format])

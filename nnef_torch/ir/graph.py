@@ -38,6 +38,8 @@ class Operation:
     outputs: dict[str, Any]
     dtype: str | None = None  # the generic type of a generic operation
     location: Location | None = field(default=None, compare=False)
+    # The fragment invocations it was expanded from, outermost first, each 'fragment#k' (k counts expansions).
+    scope: tuple[str, ...] = field(default=(), compare=False)
 
     def input_refs(self) -> Iterator[Ref]:
         yield from _refs(self.inputs.values())

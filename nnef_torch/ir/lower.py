@@ -55,6 +55,8 @@ class Lowerer:
         self.reserved: set[str] = set()
         self.counter = 0
         self.expanding: list[str] = []  # the fragments being expanded, outermost first
+        self.scope: tuple[str, ...] = ()  # their invocations, 'fragment#k' (the operations' `scope`)
+        self.expansions = 0
         self.nesting = 0  # levels of `evaluate` under way
         self.budget = evaluate.Budget(0, 0)
         self.site: Location | None = None  # the graph statement being lowered, for errors inside library code
@@ -118,7 +120,7 @@ class Lowerer:
             return value
 
         operations = tuple(Operation(op.name, {k: final(v) for k, v in op.inputs.items()}, op.attribs,
-                                     {k: final(v) for k, v in op.outputs.items()}, op.dtype, op.location)
+                                     {k: final(v) for k, v in op.outputs.items()}, op.dtype, op.location, op.scope)
                            for op in self.operations)
         tensors = {}
         for name, tensor in self.tensors.items():
@@ -310,6 +312,9 @@ class Lowerer:
         if self.budget.steps < 0:
             raise self.budget.exhausted(self._where(loc))
         self.expanding.append(fragment.name)
+        outer = self.scope
+        self.expansions += 1
+        self.scope = (*outer, f"{fragment.name}#{self.expansions}")
         try:
             env = dict(values)
             for assignment in fragment.body:
@@ -320,6 +325,7 @@ class Lowerer:
                 _bind_local(assignment.lhs, value, env)
         finally:
             self.expanding.pop()
+            self.scope = outer
         results = [env[result.name] for result in fragment.results]
         return results[0] if len(results) == 1 else tuple(results)
 
@@ -339,7 +345,7 @@ class Lowerer:
             shape = shapes[i] if shapes is not None else None
             outputs[result.name] = self._new_outputs(fragment.name, result_type, shape, result_hints[i], location)
         dtype = value_type.name if value_type is not None else None
-        self.operations.append(Operation(fragment.name, inputs, attribs, outputs, dtype, location))
+        self.operations.append(Operation(fragment.name, inputs, attribs, outputs, dtype, location, self.scope))
         results = list(outputs.values())
         return results[0] if len(results) == 1 else tuple(results)
 
