@@ -40,12 +40,15 @@ _TORCH_API = {"load": "nnef_torch.importer.load", "save": "nnef_torch.saving",
               "Model": "nnef_torch.exporter.model"}
 
 
+_SUBPACKAGES = ("viz", "graph_def")
+
+
 def __getattr__(name: str) -> Any:
-    """The torch side (`load`, `save`, `NNEFModule`) and `viz` are imported on first use: reading files needs no
-    torch."""
-    if name == "viz":
+    """The torch side (`load`, `save`, `NNEFModule`), `viz` and `graph_def` are imported on first use: reading
+    files needs no torch."""
+    if name in _SUBPACKAGES:
         import importlib
-        return importlib.import_module("nnef_torch.viz")
+        return importlib.import_module(f"nnef_torch.{name}")
     if name in _TORCH_API:
         import importlib
         value = getattr(importlib.import_module(_TORCH_API[name]), name)
@@ -55,4 +58,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_TORCH_API) + ["viz"])
+    return sorted(list(globals()) + list(_TORCH_API) + list(_SUBPACKAGES))

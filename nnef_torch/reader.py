@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nnef_torch.errors import NNEFError, NNEFQuantizationError
+from nnef_torch.errors import NNEFError, NNEFOptionError, NNEFQuantizationError
 from nnef_torch.format import container, tensor_file
 from nnef_torch.format.parser import parse_document
 from nnef_torch.format.quant_file import QuantSpec, read_quantization
@@ -39,10 +39,14 @@ class ModelData:
 
 def read_graph(text: str, *, file: str = "graph.nnef", quant_text: str | None = None, quant_file: str = "graph.quant",
                atomic: Atomic = None, custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
-               input_shapes: Mapping[str, Any] | None = None) -> Graph:
-    """Parse, check and flatten graph text (with optional graph.quant text) into an IR graph."""
+               input_shapes: Mapping[str, Any] | None = None, batch_size: int | None = None,
+               batch_axes: Mapping[str, int | None] | None = None) -> Graph:
+    """Parse, check and flatten graph text (with optional graph.quant text) into an IR graph. input_shapes: new
+    shapes of graph inputs, by name; batch_size: the extent of the batch axis (axis 0, or as `batch_axes` says
+    by input name) of every other input."""
     doc = parse_document(text, file)
-    graph = lower(doc, atomic=atomic, custom_shapes=custom_shapes, input_shapes=input_shapes, text=text)
+    graph = lower(doc, atomic=atomic, custom_shapes=custom_shapes, input_shapes=input_shapes, text=text,
+                  batch_size=batch_size, batch_axes=batch_axes)
     if quant_text is None:
         return graph
     fragments = dict(standard_fragments())
@@ -66,20 +70,31 @@ def read_model(path: str | os.PathLike, *, load_tensors: bool = True, atomic: At
                custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
                input_shapes: Mapping[str, Any] | None = None, format: str | None = None,
                params: Any = None, inputs: Sequence[str] | None = None,
-               outputs: Sequence[str] | None = None) -> ModelData:
+               outputs: Sequence[str] | None = None, batch_size: int | None = None,
+               batch_axes: Mapping[str, int | None] | None = None) -> ModelData:
     """Open a model (an NNEF folder, graph.nnef path or archive, or a file of another format with its `params`
     and, for LightNet, the tensors that are its `inputs` and `outputs`) and check everything in it (spec
-    chapter 6)."""
+    chapter 6). batch_size: re-declare the batch axis of every input not in `input_shapes` (axis 0, or as
+    `batch_axes` says by input name); NNEF models only."""
     with open_source(path, format=format, params=params, input_shapes=input_shapes, inputs=inputs,
                      outputs=outputs) as source:
+        check_batch_format(source.format, batch_size, batch_axes)
         graph = read_graph(source.graph_text, file=source.graph_file, quant_text=source.quant_text,
                            quant_file=source.quant_file, atomic=atomic, custom_shapes=custom_shapes,
-                           input_shapes=input_shapes if source.format == "nnef" else None)
+                           input_shapes=input_shapes if source.format == "nnef" else None, batch_size=batch_size,
+                           batch_axes=batch_axes)
         tensors: dict[str, TensorData] = {}
         if load_tensors:
             for key, variables in graph.shared_variables().items():
                 tensors[key] = source.read_variable(variables[0])
         return ModelData(str(path), graph, tensors, source.format)
+
+
+def check_batch_format(format: str, batch_size: int | None, batch_axes: Mapping[str, Any] | None) -> None:
+    """batch_size= and batch_axes= apply to NNEF models, whose graph declares its input shapes."""
+    if format != "nnef" and (batch_size is not None or batch_axes):
+        raise NNEFOptionError(f"batch_size= and batch_axes= apply to NNEF models; give a {format} model its input "
+                              "shapes with input_shapes=")
 
 
 @dataclass
@@ -166,5 +181,5 @@ def member_path(source: str, name: str) -> str:
     return f"{source}:{name}"
 
 
-__all__ = ["ModelData", "ModelSource", "NNEFError", "attach_quantization", "member_path", "open_source", "read_graph",
-           "read_model", "read_variable"]
+__all__ = ["ModelData", "ModelSource", "NNEFError", "attach_quantization", "check_batch_format", "member_path",
+           "open_source", "read_graph", "read_model", "read_variable"]

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
-from nnef_torch.errors import ExportError, NNEFError, NNEFUnsupportedError
+from nnef_torch.errors import ExportError, NNEFError, NNEFOptionError, NNEFUnsupportedError
 from nnef_torch.importer.module import NNEFModule, tensor_at
 from nnef_torch.ir.graph import Graph, Variable
 
@@ -16,7 +16,8 @@ FORMATS = ("nnef", "lightnet")
 
 def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any = None, *,
          quantization: Any = None, compress: bool | None = None, progress: bool | None = None,
-         format: str | None = None, weights: str | None = None) -> None:
+         format: str | None = None, weights: str | None = None,
+         dynamic_batch: bool | int | Sequence[int | None] = False) -> None:
     """Write `module` to `path`, atomically.
 
     format: 'nnef' (a folder, or a .tgz/.tar.gz/.tar archive) or 'lightnet' (LightNet's JSON IR, with its weights
@@ -31,10 +32,22 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
     says how fake quantization is written (see `nnef_torch.export`); LightNet has no quantization, so a LightNet
     model is the float graph (an imported module's graph.quant entries are not written). An operation without a
     LightNet form (or without an NNEF one) stops the save: `ExportError` lists every such operation.
+
+    dynamic_batch (NNEF, traced modules): write the graph with a variable batch size, declared only by its
+    `external`s (see `nnef_torch.export`); such a model loads at any batch size with `nnef_torch.load(path,
+    batch_size=N)`.
     """
     from nnef_torch.exporter.trace import unwrap
     format = save_format(path, format)
     module = unwrap(module)  # DistributedDataParallel and similar wrappers
+    dynamic = dynamic_batch is not False and dynamic_batch is not None
+    if dynamic and format == "lightnet":
+        raise NNEFOptionError("dynamic_batch= applies to NNEF models; a LightNet model has the static shapes it is "
+                              "traced with")
+    if dynamic and isinstance(module, NNEFModule):
+        raise NNEFOptionError("dynamic_batch= applies when exporting a torch module; an imported module saves the "
+                              "graph text it was loaded from: load it with batch_size= to run another batch size, "
+                              "or export the original torch module with dynamic_batch=")
     if format == "lightnet":
         if compress is not None:
             raise ValueError("compress= applies to NNEF archives; a LightNet model is a JSON file and a .wts file")
@@ -55,7 +68,8 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
         return
     _need_inputs(module, example_inputs)
     from nnef_torch.exporter.export import export
-    export(module, example_inputs, quantization=quantization).save(path, compress=compress, progress=progress)
+    model = export(module, example_inputs, quantization=quantization, dynamic_batch=dynamic_batch)
+    model.save(path, compress=compress, progress=progress)
 
 
 def save_format(path: str | os.PathLike, format: str | None) -> str:

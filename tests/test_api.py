@@ -25,23 +25,26 @@ def test_signatures():
                                             "quantization: 'dict[str, Any] | None' = None, layout: 'str' = 'current')"
                                             " -> 'None'")
     assert list(inspect.signature(nnef_torch.read_model).parameters) == [
-        "path", "load_tensors", "atomic", "custom_shapes", "input_shapes", "format", "params", "inputs", "outputs"]
+        "path", "load_tensors", "atomic", "custom_shapes", "input_shapes", "format", "params", "inputs", "outputs",
+        "batch_size", "batch_axes"]
     assert list(inspect.signature(nnef_torch.read_graph).parameters) == [
-        "text", "file", "quant_text", "quant_file", "atomic", "custom_shapes", "input_shapes"]
+        "text", "file", "quant_text", "quant_file", "atomic", "custom_shapes", "input_shapes", "batch_size",
+        "batch_axes"]
 
 
 def test_torch_side_signatures():
     import inspect
     params = inspect.signature(nnef_torch.load).parameters
     assert list(params) == ["path", "params", "format", "device", "dtype", "input_shapes", "custom_ops", "progress",
-                            "inputs", "outputs"]
+                            "inputs", "outputs", "batch_size", "batch_axes"]
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in list(params)[1:])
-    assert params["inputs"].default is None and params["outputs"].default is None
+    assert all(params[name].default is None for name in ("inputs", "outputs", "batch_size", "batch_axes"))
     params = inspect.signature(nnef_torch.save).parameters
     assert list(params) == ["module", "path", "example_inputs", "quantization", "compress", "progress", "format",
-                            "weights"]
+                            "weights", "dynamic_batch"]
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY and params[name].default is None
-               for name in list(params)[3:])
+               for name in list(params)[3:-1])
+    assert params["dynamic_batch"].kind is inspect.Parameter.KEYWORD_ONLY and params["dynamic_batch"].default is False
     assert list(inspect.signature(nnef_torch.NNEFModule.save).parameters) == [
         "self", "path", "compress", "progress", "format", "weights"]
     assert issubclass(nnef_torch.NNEFModule, __import__("torch").fx.GraphModule)
@@ -49,10 +52,11 @@ def test_torch_side_signatures():
 
 def test_export_surface():
     params = inspect.signature(nnef_torch.export).parameters
-    assert list(params) == ["module", "example_inputs", "quantization"]
+    assert list(params) == ["module", "example_inputs", "quantization", "dynamic_batch"]
     assert all(params[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and
                params[name].default is inspect.Parameter.empty for name in ("module", "example_inputs"))
     assert params["quantization"].kind is inspect.Parameter.KEYWORD_ONLY and params["quantization"].default is None
+    assert params["dynamic_batch"].kind is inspect.Parameter.KEYWORD_ONLY and params["dynamic_batch"].default is False
     from nnef_torch.exporter.quantization import QuantExport
     assert [f.name for f in __import__("dataclasses").fields(QuantExport)] == ["op", "inline", "weights"]
     assert QuantExport() == QuantExport(op=None, inline=False, weights="float")
@@ -94,3 +98,20 @@ def test_viz_surface():
         "highlight", "options"]
     assert issubclass(viz.RenderError, nnef_torch.NNEFError)
     assert nnef_torch.viz is viz
+
+
+def test_graph_def_surface():
+    from nnef_torch import graph_def
+    assert {"load", "save", "ProtoGraph", "ProtoNetwork", "ProtoFunction", "ProtoVariable", "NetworkPass",
+            "create_graph_from_module", "graph", "get_default_graph", "reset_default_graph"} <= set(graph_def.__all__)
+    assert list(inspect.signature(graph_def.load).parameters) == [
+        "path", "batch_size", "exclude_parameter", "parameter_only", "parameters"]
+    assert list(inspect.signature(graph_def.save).parameters)[:4] == [
+        "path", "content", "include_parameters", "variable_batch_size"]
+    network = graph_def.ProtoNetwork
+    for method in ("module", "forward_sequence", "execute_on_proto", "promote", "save", "__call__"):
+        assert callable(getattr(network, method))
+    for decorator in ("on_function_pass_by_name", "on_function_pass_by_type", "on_generate_variable",
+                      "on_generate_function_by_name", "on_generate_function_by_type"):
+        assert callable(getattr(graph_def.NetworkPass, decorator))
+    assert nnef_torch.graph_def is graph_def

@@ -118,13 +118,15 @@ def execute(args: argparse.Namespace) -> int:
     inputs = example_inputs(args.input_shape, args.input_dtype, args.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch.export's internal deprecation notices
-        nnef_torch.save(module, args.output, inputs, quantization=quantization_options(args.quantization))
+        nnef_torch.save(module, args.output, inputs, quantization=quantization_options(args.quantization),
+                        dynamic_batch=False if args.dynamic_batch is None else args.dynamic_batch)
     model = read_model(args.output, **_read_back_options(args.output, len(inputs)))
     graph = model.graph
     inputs_text = ", ".join(f"{ext.name}{list(ext.shape)}" for ext in graph.signature.externals)
     print(f"exported {args.spec} ({type(module).__name__}, {'train' if args.train else 'eval'} mode) to "
           f"{args.output}: {'valid NNEF' if model.format == 'nnef' else f'valid {model.format} model'}, "
-          f"{summary(model)}; inputs {inputs_text} -> outputs {', '.join(graph.outputs)}")
+          f"{summary(model)}; inputs {inputs_text} -> outputs {', '.join(graph.outputs)}"
+          + ("" if args.dynamic_batch is None else f"; variable batch size (axis {args.dynamic_batch} of every input)"))
     return 0
 
 
@@ -135,7 +137,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
          "export mypackage.vision:model -o model/ --input-shape 1,3,64,64 --input-shape 1,10 \\\n"
          "      --input-dtype float32 --input-dtype int64",
          "export qat_models:tuned -o qat.nnef --input-shape 1,1,28,28 --quantization weights=quantized",
-         "export mymodels:build_net -o net.json --input-shape 1,3,224,224   # LightNet JSON IR + net.wts"],
+         "export mymodels:build_net -o net.json --input-shape 1,3,224,224   # LightNet JSON IR + net.wts",
+         "export mymodels:build_net -o net/ --input-shape 1,3,224,224 --dynamic-batch   # any batch size"],
         "SPEC is package.module:factory, imported with the current folder on sys.path (as `python -m` does):\n"
         "a callable returning an nn.Module, or an nn.Module object. The module runs in eval mode unless --train.\n"
         "The written model is read back and checked with nnef_torch's own reader.")
@@ -152,4 +155,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     command.add_argument("--train", action="store_true", help="keep training mode (batch-norm statistics updated)")
     command.add_argument("--quantization", action="append", default=[], metavar="KEY=VALUE",
                          help="an option of nnef_torch.save's quantization= (op, inline, weights), may be repeated")
+    command.add_argument("--dynamic-batch", nargs="?", type=int, const=0, metavar="AXIS",
+                         help="write a variable batch size (NNEF): only the inputs' declarations hold the batch "
+                              "extent, along axis AXIS of every input (default 0); run another batch size with "
+                              "`run --batch-size N` or nnef_torch.load(..., batch_size=N)")
     command.set_defaults(handler=execute)

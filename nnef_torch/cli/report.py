@@ -63,7 +63,25 @@ def summary(model: ModelData) -> str:
 
 
 def _read(args: argparse.Namespace) -> ModelData:
-    return read_model(args.path, input_shapes=input_shapes(args.input_shape), **source_options(args))
+    return read_model(args.path, input_shapes=input_shapes(args.input_shape), batch_size=args.batch_size,
+                      **source_options(args))
+
+
+def add_batch_size(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch-size", type=positive, metavar="N",
+                        help="the batch size (axis 0) of every input --input-shape does not name: for a model "
+                             "exported with a variable batch size")
+
+
+def positive(text: str) -> int:
+    """argparse type of a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return value
 
 
 def validate(args: argparse.Namespace) -> int:
@@ -81,6 +99,7 @@ def info(args: argparse.Namespace) -> int:
 def add_parsers(commands: argparse._SubParsersAction) -> None:
     verbs = (("validate", validate, "check a model (graph, .dat files, graph.quant); exit status 0 if valid, 1 if not",
               ["validate model.tgz", "validate model/ --input-shape input=8,3,224,224",
+               "validate model/ --batch-size 16",
                "validate resnet-symbol.json --input-shape data=1,3,224,224"]),
              ("info", info, "inputs, outputs, operation histogram, parameter count and bytes",
               ["info model/", "info model.tgz --input-shape input=1,3,512,512",
@@ -89,5 +108,6 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         command = add_verb(commands, name, text, examples)
         command.add_argument("path", help=MODEL_HELP)
         add_input_shape(command)
+        add_batch_size(command)
         add_source_options(command)
         command.set_defaults(handler=handler)

@@ -19,6 +19,7 @@ from nnef_torch.cli.common import (
     save_arrays,
     source_options,
 )
+from nnef_torch.cli.report import add_batch_size
 
 if TYPE_CHECKING:
     import torch
@@ -143,7 +144,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.input and (args.format or frontends.detect(args.model)[0]) != "nnef":
         shapes = {**given_shapes(args.input), **shapes}
     module = nnef_torch.load(args.model, device=args.device, dtype=dtype, input_shapes=shapes,
-                             **source_options(args))
+                             batch_size=args.batch_size, **source_options(args))
     graph = module.nnef_graph
     externals = graph.signature.externals
     arrays = read_inputs(args.input, externals) or random_inputs(externals, args.seed)
@@ -206,7 +207,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         ["run model.tgz                                   # random inputs (seed 0), prints a summary",
          "run model/ --input input=image.npy -o outputs.npz",
          "run model/ --input inputs.npz --reference expected.npz --atol 1e-4",
-         "run model/ --input-shape input=8,3,224,224 --seed 3 --dtype float64"],
+         "run model/ --input-shape input=8,3,224,224 --seed 3 --dtype float64",
+         "run model/ --batch-size 7                       # a model exported with --dynamic-batch"],
         "Inputs are float standard normal, integer 0..3 and logical random by default, in the graph's shapes.\n"
         "Outputs go to an .npz by output name; --reference compares them and exits with 1 on a mismatch.")
     command.add_argument("model", help=MODEL_HELP)
@@ -214,6 +216,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
                          help="an input's value from a .npy file, or one .npz holding every input by name "
                               "(may be repeated)")
     add_input_shape(command)
+    add_batch_size(command)
     add_source_options(command)
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     command.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs, by output name")

@@ -52,7 +52,7 @@ def error_problem(error: BaseException, reason: str) -> Problem:
     nnef_torch's own frames: the caller of `nnef_torch.export` is not where the module failed)."""
     frames = traceback.extract_tb(error.__traceback__)
     ours = [index for index, frame in enumerate(frames) if _is_ours(frame.filename)]
-    frames = [frame for frame in frames[ours[-1] + 1 if ours else 0:] if _is_user_file(frame.filename)]
+    frames = [frame for frame in frames[ours[-1] + 1 if ours else 0:] if is_user_file(frame.filename)]
     if not frames:
         return Problem(reason)
     frame = frames[-1]
@@ -79,7 +79,7 @@ def _is_ours(filename: str) -> bool:
     return os.path.normcase(os.path.abspath(filename)).startswith(_folders(os.path.dirname(nnef_torch.__file__)))
 
 
-def _is_user_file(filename: str) -> bool:
+def is_user_file(filename: str) -> bool:
     """Not torch, nnef_torch or the standard library (installed packages, such as model zoos, count as user code)."""
     import torch
 

@@ -78,6 +78,14 @@ class _FolderStore:
     def display(self, rel: str) -> str:
         return os.path.join(self.folder, *rel.split("/"))
 
+    def documents(self) -> list[str]:
+        """The other top-level `.nnef` and `.quant` files (graph_def's networks beside graph.nnef)."""
+        return sorted(name for name in os.listdir(self.root) if _is_document(name)
+                      and os.path.isfile(os.path.join(self.root, name)))
+
+    def text(self, name: str) -> str | None:
+        return _read_text_file(os.path.join(self.root, name))
+
     def read(self, rel: str, label: str, check: Check | None = None) -> bytearray:
         real = os.path.realpath(os.path.join(self.root, *rel.split("/")))
         where = Location(file=self.display(rel))
@@ -233,6 +241,11 @@ class _TarStore:
         info = self.files.get(self.prefix + name)
         return None if info is None else _decode(self._read(info), f"{self.path}:{info.name}")
 
+    def documents(self) -> list[str]:
+        """The other top-level `.nnef` and `.quant` files (graph_def's networks beside graph.nnef)."""
+        n = len(self.prefix)
+        return sorted(key[n:] for key in self.files if key.startswith(self.prefix) and _is_document(key[n:]))
+
     def resolve(self, label: str) -> str | None:
         rel = label_to_relpath(label)
         if self.prefix + rel in self.files:
@@ -282,6 +295,19 @@ class ModelFiles:
     quant_text: str | None
     _store: _FolderStore | _TarStore = field(repr=False, compare=False)
 
+    def documents(self) -> dict[str, str]:
+        """The container's other NNEF documents and their quantization files, by file name (`train.nnef`,
+        `train.quant`: networks written beside graph.nnef by `graph_def.save`, sharing its tensor files). A
+        graph.nnef given by path has none."""
+        if isinstance(self._store, _FolderStore) and not os.path.isdir(self.source):
+            return {}
+        found = {}
+        for name in self._store.documents():
+            text = self._store.text(name)
+            if text is not None:
+                found[name] = text
+        return found
+
     def has_tensor(self, label: str) -> bool:
         """Whether the container holds the tensor file of `label` (exactly, or up to letter case)."""
         return self._store.resolve(label) is not None
@@ -308,6 +334,11 @@ class ModelFiles:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _is_document(name: str) -> bool:
+    """Another network's graph text or graph.quant beside graph.nnef (`train.nnef`, `train.quant`)."""
+    return "/" not in name and name.lower().endswith((".nnef", ".quant")) and name not in (GRAPH_FILE, QUANT_FILE)
 
 
 def _is_archive(path: str) -> bool:
@@ -377,11 +408,17 @@ def _as_buffer(data: object, label: str) -> memoryview:
 
 
 def _iter_files(graph_text: str, quant_text: str | None,
-                tensors: Iterable[tuple[str, object]]) -> Iterable[tuple[str, memoryview]]:
+                tensors: Iterable[tuple[str, object]],
+                documents: Mapping[str, str] | None = None) -> Iterable[tuple[str, memoryview]]:
     """(relative path, bytes) of every file, validating labels and calling tensor callables one at a time."""
     yield GRAPH_FILE, memoryview(graph_text.encode("utf-8"))
     if quant_text is not None:
         yield QUANT_FILE, memoryview(quant_text.encode("utf-8"))
+    for name, text in (documents or {}).items():
+        if not _is_document(name) or name.startswith(".") or "\\" in name:
+            raise NNEFContainerError(f"document name {name!r} is not a plain file name ending in .nnef or .quant "
+                                     f"(other than {GRAPH_FILE} and {QUANT_FILE})", Location(file=name))
+        yield name, memoryview(text.encode("utf-8"))
     files: dict[str, str] = {}  # lower-case path -> label (labels compare case-insensitively)
     folders: set[str] = set()
     for label, value in tensors.items() if isinstance(tensors, Mapping) else tensors:
@@ -462,13 +499,14 @@ def _remove(path: str) -> None:
 
 def write_model(path: str | os.PathLike, graph_text: str,
                 tensors: Iterable[tuple[str, bytes | Callable[[], bytes]]], quant_text: str | None = None, *,
-                compress: bool | None = None) -> None:
+                compress: bool | None = None, documents: Mapping[str, str] | None = None) -> None:
     """Write a model container atomically: a folder, or a tar archive (gzip with compress=True or a
     .tgz/.tar.gz target; plain tar for a .tar target).
 
     Tensors are (label, bytes) or (label, callable returning bytes) pairs, consumed one at a time. Everything
     is written to a temporary sibling that replaces the target only once complete; an existing target folder
     must be a model folder (it holds graph.nnef) or empty. On any error the previous target is left intact.
+    `documents` are more NNEF documents by file name (`train.nnef`), written beside graph.nnef.
     """
     target = os.path.abspath(os.fspath(path))
     lower = target.lower()
@@ -494,7 +532,7 @@ def write_model(path: str | os.PathLike, graph_text: str,
 
     if not isinstance(graph_text, str) or not isinstance(quant_text, (str, type(None))):
         raise TypeError("graph_text must be a str and quant_text a str or None")
-    files = _iter_files(graph_text, quant_text, tensors)
+    files = _iter_files(graph_text, quant_text, tensors, documents)
     tmp = os.path.join(parent, f".{name}.tmp-{secrets.token_hex(6)}")
     if archive:  # created here, not by tempfile, so that the umask applies as for any new file
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))

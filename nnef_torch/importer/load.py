@@ -24,7 +24,7 @@ from nnef_torch.importer.build import (
 from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
 from nnef_torch.importer.weights import Storage, declared_dtype, to_tensor
 from nnef_torch.ir.graph import Graph
-from nnef_torch.reader import ModelSource, open_source, read_graph
+from nnef_torch.reader import ModelSource, check_batch_format, open_source, read_graph
 
 PROGRESS_BYTES = 64 << 20  # show a progress bar on a terminal from this many bytes of variables
 
@@ -34,7 +34,8 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
          device: torch.device | str | int | None = None, dtype: torch.dtype | None = None,
          input_shapes: Mapping[str, Any] | None = None,
          custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None,
-         inputs: Sequence[str] | None = None, outputs: Sequence[str] | None = None) -> NNEFModule:
+         inputs: Sequence[str] | None = None, outputs: Sequence[str] | None = None, batch_size: int | None = None,
+         batch_axes: Mapping[str, int | None] | None = None) -> NNEFModule:
     """Import a model as a torch module: an NNEF model (a folder, a graph.nnef file, or a .tar/.tgz/.tar.gz
     archive), or a model of another format that a front end reads (NNVM graph JSON, an MXNet `-symbol.json`,
     LightNet's JSON IR).
@@ -46,48 +47,63 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
     positional inputs in this order) and that the module returns (by default the tensors no op reads).
     device: where Parameters and buffers live; 'meta' reads no tensor data (fill it later with `.materialize`).
     dtype: the floating dtype of variables and of scalar inputs (default: as stored, float32 for inputs).
-    input_shapes: new shapes for graph inputs, by name (spec 2.2). custom_ops: torch implementations of
+    input_shapes: new shapes for graph inputs, by name (spec 2.2). batch_size: the batch size of every other input
+    of an NNEF model: its axis 0, or the axis `batch_axes` gives by input name (None: no batch axis); for a model
+    exported with a variable batch (`nnef_torch.export(..., dynamic_batch=True)`). custom_ops: torch implementations of
     operations by name, called with the NNEF signature; they replace fragments defined in the document too.
     progress: show a tqdm bar while reading tensors (default: on a terminal, for large models).
 
     The module is returned in eval mode, ready for inference; `.train()` switches the operations that follow the
     training mode (batch statistics and dropout of imported MXNet models) to their training behaviour.
     """
+    with open_source(path, format=format, params=params, input_shapes=input_shapes, inputs=inputs,
+                     outputs=outputs) as files:
+        check_batch_format(files.format, batch_size, batch_axes)
+        return load_source(files, device=device, dtype=dtype, input_shapes=input_shapes, custom_ops=custom_ops,
+                           progress=progress, batch_size=batch_size, batch_axes=batch_axes)
+
+
+@gc_paused
+def load_source(files: ModelSource, *, device: torch.device | str | int | None = None,
+                dtype: torch.dtype | None = None, input_shapes: Mapping[str, Any] | None = None,
+                custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None,
+                batch_size: int | None = None, batch_axes: Mapping[str, int | None] | None = None) -> NNEFModule:
+    """The module of an opened model source (a file's, or one made in memory, as graph_def's networks are); the
+    options are `load`'s."""
     if dtype is not None and not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating dtype, not {dtype}")
     find = implementations(custom_ops)
     custom_shapes = {name: _meta_shape_rule(fn) for name, fn in (custom_ops or {}).items()}
     device = torch.device(device) if device is not None else None
-    with open_source(path, format=format, params=params, input_shapes=input_shapes, inputs=inputs,
-                     outputs=outputs) as files:
-        graph = read_graph(files.graph_text, file=files.graph_file, quant_text=files.quant_text,
-                           quant_file=files.quant_file, atomic=lambda name: find(name) is not None,
-                           custom_shapes=custom_shapes, input_shapes=input_shapes if files.format == "nnef" else None)
-        check_supported(graph, find)
-        slots = plan_slots(graph, files.state | module_state(graph, set(custom_ops or ())))
-        root = torch.nn.Module()  # meta placeholders: the graph is generated while the data is being read
-        for slot in slots.values():
-            empty = torch.empty(slot.shape, dtype=declared_dtype(slot.nnef_type, dtype), device="meta")
-            place(root, slot.path, empty, _trainable(slot))
-        storage: dict[str, Storage] = {}
-        with _Reader(files, graph, slots, device, dtype, progress) as reader:
-            builder = GraphBuilder(graph, root, slots, find, custom_ops, dtype)
-            fx_graph = builder.build()
-            module = NNEFModule(root, fx_graph, class_name=_class_name(graph.name))
-            for slot in slots.values():  # variables no operation reads are still part of the model
-                if not _has(module, slot.path):
-                    place(module, slot.path, tensor_at(root, slot.path), _trainable(slot))
-            for slot, tensor, stored in reader.results():
-                place(module, slot.path, tensor, _trainable(slot))
-                storage[slot.key] = stored
-        source = files.source
-        graph_text, quant_text = files.graph_text, files.quant_text
-        options = files.options
+    graph = read_graph(files.graph_text, file=files.graph_file, quant_text=files.quant_text,
+                       quant_file=files.quant_file, atomic=lambda name: find(name) is not None,
+                       custom_shapes=custom_shapes, input_shapes=input_shapes if files.format == "nnef" else None,
+                       batch_size=batch_size, batch_axes=batch_axes)
+    check_supported(graph, find)
+    slots = plan_slots(graph, files.state | module_state(graph, set(custom_ops or ())))
+    root = torch.nn.Module()  # meta placeholders: the graph is generated while the data is being read
+    for slot in slots.values():
+        empty = torch.empty(slot.shape, dtype=declared_dtype(slot.nnef_type, dtype), device="meta")
+        place(root, slot.path, empty, _trainable(slot))
+    storage: dict[str, Storage] = {}
+    with _Reader(files, graph, slots, device, dtype, progress) as reader:
+        builder = GraphBuilder(graph, root, slots, find, custom_ops, dtype)
+        fx_graph = builder.build()
+        module = NNEFModule(root, fx_graph, class_name=_class_name(graph.name))
+        for slot in slots.values():  # variables no operation reads are still part of the model
+            if not _has(module, slot.path):
+                place(module, slot.path, tensor_at(root, slot.path), _trainable(slot))
+        for slot, tensor, stored in reader.results():
+            place(module, slot.path, tensor, _trainable(slot))
+            storage[slot.key] = stored
+    options = files.options
+    if batch_size is not None:  # opened again (materialize, save as LightNet) with the shapes it has now
+        options = {**options, "input_shapes": {e.name: list(e.shape) for e in graph.signature.externals}}
     if builder.quantizers and device is not None and device.type != "meta":
         module.get_submodule(QUANTIZERS).to(device)
     module.eval()
-    module.meta[INFO_KEY] = ModelInfo(graph, graph_text, quant_text, slots, storage, os.fspath(source),
-                                      builder.quantizers, options)
+    module.meta[INFO_KEY] = ModelInfo(graph, files.graph_text, files.quant_text, slots, storage,
+                                      os.fspath(files.source), builder.quantizers, options)
     return module
 
 

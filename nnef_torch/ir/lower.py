@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nnef_torch.errors import Location, NNEFError, NNEFSemanticError, NNEFShapeError
+from nnef_torch.errors import Location, NNEFError, NNEFOptionError, NNEFSemanticError, NNEFShapeError
 from nnef_torch.format import ast
 from nnef_torch.format.lexer import MAX_INTEGER
 from nnef_torch.gc_pause import gc_paused
@@ -37,7 +37,8 @@ class TensorLiteral:
 
 class Lowerer:
     def __init__(self, fragments: Mapping[str, ast.Fragment], standard: Collection[str], atomic: Atomic,
-                 custom_shapes: Mapping[str, Callable[..., Any]] | None, input_shapes: Mapping[str, Any] | None):
+                 custom_shapes: Mapping[str, Callable[..., Any]] | None, input_shapes: Mapping[str, Any] | None,
+                 batch_size: int | None = None, batch_axes: Mapping[str, int | None] | None = None):
         self.fragments = fragments
         if atomic is None:
             self.is_atomic = lambda name: name in standard
@@ -48,6 +49,8 @@ class Lowerer:
             self.is_atomic = lambda name: name in names
         self.custom_shapes = dict(custom_shapes or {})
         self.input_shapes = {name: tuple(shape) for name, shape in (input_shapes or {}).items()}
+        self.batch_size = batch_size
+        self.batch_axes = dict(batch_axes or {})
         self.tensors: dict[str, Tensor] = {}
         self.operations: list[Operation] = []
         self.fresh: set[str] = set()  # generated names not yet given a graph identifier
@@ -70,6 +73,10 @@ class Lowerer:
         if unknown:
             raise NNEFSemanticError(f"input_shapes names {sorted(unknown)}, which are not graph inputs "
                                     f"{list(graph.params)}", graph.loc)
+        unknown = set(self.batch_axes) - set(graph.params)
+        if unknown:
+            raise NNEFOptionError(f"batch_axes names {sorted(unknown)}, which are not graph inputs "
+                                  f"{list(graph.params)}", graph.loc)
         env: dict[str, Any] = {}
         for assignment in graph.body:
             self.site = assignment.loc
@@ -333,8 +340,8 @@ class Lowerer:
              hint: ast.Expr | None) -> Any:
         inputs = {p.name: values[p.name] for p in fragment.params if T.contains_tensor(p.type)}
         attribs = {p.name: values[p.name] for p in fragment.params if not T.contains_tensor(p.type)}
-        if fragment.name == "external" and isinstance(hint, ast.Identifier) and hint.name in self.input_shapes:
-            attribs["shape"] = list(self.input_shapes[hint.name])
+        if fragment.name == "external" and isinstance(hint, ast.Identifier):
+            attribs["shape"] = self._declared_shape(hint.name, attribs["shape"], loc)
         location = loc if loc.file == self._site_file() else self.site
         shapes = self._infer(fragment, inputs, attribs, location)
         result_hints = [hint] if len(fragment.results) == 1 else (
@@ -348,6 +355,23 @@ class Lowerer:
         self.operations.append(Operation(fragment.name, inputs, attribs, outputs, dtype, location, self.scope))
         results = list(outputs.values())
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _declared_shape(self, name: str, shape: Any, loc: Location) -> Any:
+        """The shape of the external `name`: as `input_shapes` gives it, or with `batch_size` along its batch
+        axis, or as declared."""
+        if name in self.input_shapes:
+            return list(self.input_shapes[name])
+        if self.batch_size is None or not isinstance(shape, list):
+            return shape
+        axis = self.batch_axes.get(name, 0)
+        if axis is None:  # an input without a batch axis
+            return shape
+        if not -len(shape) <= axis < len(shape):
+            raise NNEFOptionError(f"input '{name}' has shape {shape}, which has no batch axis {axis}"
+                                  + ("" if name in self.batch_axes else " (batch_axes= names another axis)"), loc)
+        resized = list(shape)
+        resized[axis] = self.batch_size
+        return resized
 
     def _site_file(self) -> str | None:
         return self.site.file if self.site is not None else None
@@ -512,12 +536,15 @@ def _check_label(variable: Variable, labels: dict[str, Variable], loc: Location 
 
 @gc_paused
 def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
-          input_shapes: Mapping[str, Any] | None = None, text: str | None = None) -> Graph:
+          input_shapes: Mapping[str, Any] | None = None, text: str | None = None, batch_size: int | None = None,
+          batch_axes: Mapping[str, int | None] | None = None) -> Graph:
     """Check `doc` and flatten it into an IR graph.
 
     atomic: which operations stay whole (names, or a predicate); by default the standard operations. Fragments
     without a body always stay whole. custom_shapes: shape rules for custom operations (NNEF signature, as in
     `nnef_torch.ops.registry.shape_rule`). input_shapes: replaces the shapes of `external`s by graph input name.
+    batch_size: the extent of the batch axis of every `external` that `input_shapes` does not name; that axis is
+    0, or the one `batch_axes` gives by input name (None: the input has no batch axis).
     text: the source, for error messages with the offending line.
     """
     import nnef_torch.ops.shapes  # noqa: F401  (registers the shape rules)
@@ -537,7 +564,24 @@ def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[st
                 raise NNEFSemanticError(f"fragment '{fragment.name}' is defined twice", fragment.loc)
             fragments[fragment.name] = fragment
         check_document(doc, fragments)
-        lowerer = Lowerer(fragments, frozenset(standard), atomic, custom_shapes, input_shapes)
+        check_batch(batch_size, batch_axes)
+        lowerer = Lowerer(fragments, frozenset(standard), atomic, custom_shapes, input_shapes, batch_size,
+                          batch_axes)
         return lowerer.lower_graph(doc, len(text) if text is not None else 0)
     except NNEFError as error:
         raise error.with_source(text, doc.loc.file) from None
+
+
+def check_batch(batch_size: Any, batch_axes: Mapping[str, Any] | None) -> None:
+    """`batch_size` is a positive integer or None; `batch_axes` maps input names to integer axes (None: the input
+    has none), and needs a batch size."""
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                   or batch_size < 1):
+        raise NNEFOptionError(f"batch_size must be a positive integer, not {batch_size!r}")
+    if batch_axes:
+        if batch_size is None:
+            raise NNEFOptionError("batch_axes= says where the batch axis of each input is: it needs batch_size=")
+        bad = {name: axis for name, axis in batch_axes.items()
+               if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int))}
+        if bad:
+            raise NNEFOptionError(f"batch_axes maps input names to integer axes (or None: no batch axis), found {bad}")

@@ -6,6 +6,7 @@ import importlib
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 import torch
 from exporter.consumers import khronos_parse
@@ -122,3 +123,32 @@ def test_missing_module_exits_1(capsys, factories):
 
 def test_input_shape_is_required(capsys, factories):
     assert cli(capsys, "export", f"{factories}:build", "-o", "out")[0] == 2
+
+
+def test_dynamic_batch_export_runs_and_reports_at_another_batch(tmp_path, capsys, factories):
+    status, out, err = cli(capsys, "export", f"{factories}:build", "-o", "net", "--input-shape", "2,3,8,8",
+                           "--dynamic-batch")
+    assert status == 0, err
+    assert "inputs input[2, 3, 8, 8]" in out and "variable batch size (axis 0 of every input)" in out
+    text = (tmp_path / "net" / "graph.nnef").read_text()
+    assert "shape = [0, 144]" in text and text.count("2, 3, 8, 8") == 1
+    graph = khronos_parse(tmp_path / "net")
+    assert [list(graph.tensors[name].shape) for name in graph.inputs] == [[2, 3, 8, 8]]
+    status, out, err = cli(capsys, "info", "net", "--batch-size", "5")
+    assert status == 0, err
+    assert "input: scalar[5, 3, 8, 8]" in out
+    status, out, err = cli(capsys, "validate", "net", "--batch-size", "3")
+    assert status == 0 and "valid NNEF" in out, err
+    module = importlib.import_module(factories).build().eval()
+    x = torch.randn(5, 3, 8, 8)
+    with torch.no_grad():
+        expected = module(x).numpy()
+    np.save(tmp_path / "x.npy", x.numpy())
+    status, out, err = cli(capsys, "run", "net", "--batch-size", "5", "--input", "x.npy", "-o", "found.npz")
+    assert status == 0, err
+    found = np.load(tmp_path / "found.npz")
+    np.testing.assert_allclose(next(iter(found.values())), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_size_must_be_positive(capsys, tmp_path):
+    assert cli(capsys, "info", str(tmp_path), "--batch-size", "0")[0] == 2

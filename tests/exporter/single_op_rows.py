@@ -21,7 +21,6 @@ _GEN = torch.Generator().manual_seed(1234)
 NO_CAST = "tract's standard NNEF has no `cast`"
 NO_CONSTANT = "tract's standard NNEF has no `constant`"
 NO_GATHER = "tract's standard NNEF has no `gather`"
-NO_SPLIT = "tract's standard NNEF has no `split`"
 NO_REPLICATE = "tract's `pad` has no `replicate` border"
 STRIDED_SLICE = "tract's optimizer rejects a strided slice of a reshaped tensor (declutter: Invalid axis)"
 SELECT_CRASH = ("the Khronos executor segfaults on `select` with a literal operand when the condition is broadcast "
@@ -331,11 +330,11 @@ def shapes() -> list[Row]:
         row("cat_negative_dim", lambda a, b, c: torch.cat([a, b, c], -1), x, randn(2, 3, 1), randn(2, 3, 2)),
         row("stack", lambda a, b: torch.stack([a, b], 1), x, randn(2, 3, 4)),
         row("stack_last", lambda a, b: torch.stack([a, b], -1), x, randn(2, 3, 4), extra=True),
-        row("split_sizes", lambda v: torch.split(v, [1, 3], dim=2), x, skip={"tract": NO_SPLIT}),
-        row("split_uneven", lambda v: torch.split(v, 2, dim=1), x, skip={"tract": NO_SPLIT}, extra=True),
-        row("chunk", lambda v: torch.chunk(v, 2, dim=-1), x, skip={"tract": NO_SPLIT}),
-        row("chunk_uneven", lambda v: torch.chunk(v, 3, dim=1), randn(2, 7), skip={"tract": NO_SPLIT}),
-        row("chunk_fewer_pieces", lambda v: torch.chunk(v, 3, dim=-1), x, skip={"tract": NO_SPLIT}, extra=True),
+        row("split_sizes", lambda v: torch.split(v, [1, 3], dim=2), x),
+        row("split_uneven", lambda v: torch.split(v, 2, dim=1), x, extra=True),
+        row("chunk", lambda v: torch.chunk(v, 2, dim=-1), x),
+        row("chunk_uneven", lambda v: torch.chunk(v, 3, dim=1), randn(2, 7)),
+        row("chunk_fewer_pieces", lambda v: torch.chunk(v, 3, dim=-1), x, extra=True),
         row("unbind", lambda v: torch.unbind(v, 1), x),
         row("slice_step", lambda v: v[:, 1::2], randn(2, 5, 4)),
         row("slice_negative", lambda v: v[..., -3:-1], x, extra=True),

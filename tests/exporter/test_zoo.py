@@ -25,7 +25,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_we
 # Why a consumer cannot run a row (tract's NNEF reader lacks some standard operations; the Khronos executor crashes
 # on one broadcast).
 TRACT_NO_CAST = "tract has no `cast`, which the batch counter num_batches_tracked += 1 needs"
-TRACT_NO_SPLIT = "tract has no `constant` (zero initial states, reversed-time indices) nor `split` (the gates)"
+TRACT_RNN_CONSTANTS = "tract has no `constant` (zero initial states, reversed-time indices)"
 TRACT_NO_CONSTANT = "tract has no `constant`, which the positions torch.arange(length) become"
 TRACT_DECONV = ("tract reads `deconv` filters as [out, in/groups, ...] where NNEF (and the Khronos tools) use "
                 "torch's [in, out/groups, ...]; tract also has no `multilinear_upsample`")
@@ -53,7 +53,7 @@ def _row(name: str, mode: str) -> Row:
     batch_norm_train = mode == "train" and ZOO[name].has_batch_norm
     tract = _reasons(TRACT_NO_CAST if batch_norm_train else "",
                      TRACT_DECONV if name == "unet" else "",
-                     TRACT_NO_SPLIT if name in ("lstm", "gru") else "",
+                     TRACT_RNN_CONSTANTS if name in ("lstm", "gru") else "",
                      TRACT_NO_CONSTANT if name.startswith("gpt2") else "")
     return Row(name, mode, {"tract": tract} if tract else {},
                {"khronos": KHRONOS_SELECT} if name == "gpt2_masked" else {})

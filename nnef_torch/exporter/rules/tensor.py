@@ -71,7 +71,7 @@ def stack(e: Emitter, tensors: list[Any], dim: int = 0) -> Any:
     return e.op("stack", list(tensors), axis=axis(dim, e.rank(tensors[0]) + 1))
 
 
-@export_rule("split", "aten.split_with_sizes.default", "aten.split.Tensor")
+@export_rule("slice", "aten.split_with_sizes.default", "aten.split.Tensor")
 def split(e: Emitter, x: Any, sizes: Any, dim: int = 0) -> Any:
     a = axis(dim, e.rank(x))
     extent = e.shape(x)[a]
@@ -79,10 +79,15 @@ def split(e: Emitter, x: Any, sizes: Any, dim: int = 0) -> Any:
         sizes = [min(sizes, extent - start) for start in range(0, extent, sizes)]
     if len(sizes) == 1:
         return [e.op("copy", x)]
-    return e.op("split", x, axis=a, ratios=[int(s) for s in sizes])
+    # one `slice` per piece rather than `split`: tract's standard NNEF has no `split`, and slices read the same
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(e.op("slice", x, axes=[a], begin=[start], end=[start + int(size)]))
+        start += int(size)
+    return pieces
 
 
-@export_rule("split", "aten.chunk.default")
+@export_rule("slice", "aten.chunk.default")
 def chunk(e: Emitter, x: Any, chunks: int, dim: int = 0) -> Any:
     """torch.chunk: pieces of ceil(extent / chunks) items, the last one shorter (and maybe fewer than `chunks`)."""
     return split(e, x, -(-e.shape(x)[axis(dim, e.rank(x))] // chunks), dim)

@@ -1,0 +1,145 @@
+"""Reading and writing a ProtoGraph: the default network is a standard NNEF model (graph.nnef, graph.quant and one
+.dat per label), and each other network is a standard NNEF document beside it (`<name>.nnef`, `<name>.quant`) whose
+variables refer to the same .dat files by label."""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from nnef_torch.errors import NNEFContainerError, NNEFError, NNEFOptionError
+from nnef_torch.format import container, tensor_file
+from nnef_torch.graph_def.graph import ProtoGraph
+from nnef_torch.graph_def.network import ProtoNetwork
+
+RE_BATCH = 3  # the batch size a variable-batch network must also read at, beside its own
+
+
+def load(path: str | os.PathLike, *, batch_size: int | None = None, exclude_parameter: bool = False,
+         parameter_only: bool = False, parameters: Mapping[str, Any] | None = None) -> ProtoGraph:
+    """The networks of a model: graph.nnef (the default network) and the other documents saved beside it, or
+    the one network of a model of another format. batch_size re-declares every input's first axis.
+    exclude_parameter: read no tensor data. parameter_only: read the data and no network. parameters: values
+    by label to use instead of the files' (a caller-owned parameter store)."""
+    if exclude_parameter and parameter_only:
+        raise NNEFOptionError("exclude_parameter and parameter_only exclude each other")
+    from nnef_torch.reader import open_source, read_graph
+
+    owner = ProtoGraph(parameters=parameters)
+    with open_source(path) as source:
+        documents = {"graph.nnef": (source.graph_text, source.quant_text, source.graph_file, source.quant_file)}
+        if source.files is not None:
+            others = source.files.documents()
+            for name, text in others.items():
+                if name.lower().endswith(".nnef"):
+                    quant = others.get(name[:-5] + ".quant")
+                    documents[name] = (text, quant, container_member(source.source, name),
+                                       container_member(source.source, name[:-5] + ".quant"))
+        graphs = []
+        for text, quant, file, quant_file in documents.values():
+            graph = read_graph(text, file=file, quant_text=quant, quant_file=quant_file,
+                               batch_size=batch_size)
+            graphs.append(graph)
+        if not exclude_parameter:
+            for graph in graphs:
+                for variable in graph.signature.variables:
+                    if not owner.has_parameter(variable.label):
+                        owner.set_parameter(variable.label, source.read_variable(variable).array)
+        if parameter_only:
+            return owner
+        for graph in graphs:
+            owner.add(ProtoNetwork(owner, graph.name, graph, {}, state=source.state))
+    return owner
+
+
+def container_member(source: str, name: str) -> str:
+    from nnef_torch.reader import member_path
+    return member_path(source, name)
+
+
+def save(path: str | os.PathLike, content: ProtoGraph | ProtoNetwork | Sequence[ProtoGraph | ProtoNetwork], *,
+         include_parameters: bool = True, variable_batch_size: bool = True, compress: bool | None = None) -> None:
+    """Write networks as one NNEF model folder or archive, atomically: the first network as graph.nnef, each
+    other as `<name>.nnef`, the data of every label once. variable_batch_size: check that each network reads at
+    another batch size (nothing but its inputs holds the batch), else NNEFError naming the operation that fixes
+    it. include_parameters=False writes the documents only."""
+    networks = _networks(content)
+    documents: dict[str, str] = {}
+    texts = []
+    for index, network in enumerate(networks):
+        text, quant = network.text(), network.quant_text()
+        if variable_batch_size:
+            _check_variable_batch(network, text)
+        texts.append((text, quant))
+        if index:
+            documents[f"{network.name}.nnef"] = text
+            if quant is not None:
+                documents[f"{network.name}.quant"] = quant
+    tensors = _tensors(networks) if include_parameters else {}
+    container.write_model(path, texts[0][0], tensors.items(), texts[0][1], compress=compress, documents=documents)
+
+
+def _networks(content: Any) -> list[ProtoNetwork]:
+    items = content if isinstance(content, (list, tuple)) else [content]
+    networks: list[ProtoNetwork] = []
+    for item in items:
+        if isinstance(item, ProtoGraph):
+            networks.extend(item.networks.values())
+        elif isinstance(item, ProtoNetwork):
+            networks.append(item)
+        else:
+            raise TypeError(f"cannot save a {type(item).__name__}: expected ProtoGraph or ProtoNetwork objects")
+    if not networks:
+        raise NNEFOptionError("nothing to save: no networks")
+    names = [network.name for network in networks]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise NNEFOptionError(f"networks {repeated} share a name; each is saved as <name>.nnef")
+    if "graph" in names[1:]:
+        raise NNEFOptionError("only the first network may be called 'graph' (it is saved as graph.nnef)")
+    return networks
+
+
+def _check_variable_batch(network: ProtoNetwork, text: str) -> None:
+    from nnef_torch.reader import read_graph
+    batches = {external.shape[0] for external in network.graph.signature.externals if external.shape}
+    other = RE_BATCH if RE_BATCH not in batches else RE_BATCH + 4
+    try:
+        read_graph(text, file=f"{network.name}.nnef", batch_size=other)
+    except NNEFError as error:
+        raise NNEFError(f"network '{network.name}' does not read at batch size {other}, so its batch is fixed "
+                        f"somewhere besides its inputs (export it with dynamic_batch=True, or save with "
+                        f"variable_batch_size=False):\n{error}") from None
+
+
+def _tensors(networks: list[ProtoNetwork]) -> dict[str, Any]:
+    """label -> encoder of its .dat, once per label; shapes must agree between networks."""
+    shapes: dict[str, tuple[tuple[int, ...], str]] = {}
+    found: dict[str, Any] = {}
+    for network in networks:
+        for variable in network.parameters.values():
+            label = variable.label
+            key = label.lower()
+            if key in shapes:
+                if shapes[key][0] != tuple(variable.shape or ()):
+                    raise NNEFContainerError(f"label '{label}' has shape {list(variable.shape or ())} in network "
+                                             f"'{network.name}' and {list(shapes[key][0])} in network "
+                                             f"'{shapes[key][1]}'")
+                continue
+            shapes[key] = (tuple(variable.shape or ()), network.name)
+            if network.owner is None or not network.owner.has_parameter(label):
+                raise NNEFError(f"network '{network.name}' has no data for variable '{label}'")
+            value = network.owner.parameter(label)
+            found[label] = _encoder(value, variable.dtype)
+    return found
+
+
+def _encoder(value: Any, nnef_type: str | None) -> Any:
+    def encode() -> bytes:
+        array = value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
+        if nnef_type == "scalar" and array.dtype.kind not in "f":
+            array = array.astype(np.float32)
+        return tensor_file.encode(array)
+    return encode
