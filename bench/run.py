@@ -10,6 +10,7 @@ twin, which computes the same function from the same weights. Per model:
 | ---------- | ----------------------- | --------------------------------- | ------------------------------------ |
 | load       | nnef_torch.load(folder) | torch.export.load(.pt2).module()  | Khronos NNEFModule(folder); tract    |
 |            |                         |                                   | nnef().load(folder).into_runnable()  |
+| load cold  | the same, each in a new process, its import included (bench/load_stages.py)                       |
 | forward b1 | the loaded module       | the twin                          | NNEFModule(x)[0]; tract run([x])     |
 | train step | loaded module, SGD, b8  | the twin, the same step           | (none: the anchors do not train)     |
 | export     | nnef_torch.save(twin)   | torch.export.export + .save(.pt2) | torch_to_nnef (KhronosNNEF target);  |
@@ -22,7 +23,9 @@ training step compare with the twin, i.e. what a user would have written by hand
 Ratios are column / ours: above 1, ours is faster. Times are medians over interleaved rounds (the tools take turns,
 the order rotating every round), after warm-up calls; load is timed in this process with a warm page cache (see
 bench/bench_import.py for fresh-process load times and load memory, bench/bench_export.py for six more export
-models). Before timing, every runtime's batch-1 output is compared with the twin's, and the first export of each
+models). "load cold" loads in a new process per sample, the tool's import included (torch's is not); the notes give
+our warm load by stage (parse, lower, generate, rest) and the cold load over the read floor (reading every .dat).
+Before timing, every runtime's batch-1 output is compared with the twin's, and the first export of each
 NNEF exporter is checked with the Khronos parser and shape inference; both are reported under Notes.
 
 --quick: mlp, lstm, transformer, few rounds (a few minutes on 2 cores). --smoke: one tiny MLP, one round each (the
@@ -71,12 +74,13 @@ class Settings:
     export_reps: int  # rounds of exports (each on a fresh copy of the twin)
     min_sample: float  # seconds a forward/train sample lasts at least (fast calls repeat inside it)
     budget: float  # seconds per forward measurement in which fast calls get extra rounds
+    cold_rounds: int = 3  # rounds of cold loads (a new process each: bench/load_stages.py)
 
 
 SETTINGS = {
-    "smoke": Settings(reps=1, train_reps=1, load_reps=1, export_reps=1, min_sample=0.0, budget=0.0),
-    "quick": Settings(reps=7, train_reps=5, load_reps=7, export_reps=3, min_sample=0.02, budget=0.5),
-    "full": Settings(reps=11, train_reps=7, load_reps=7, export_reps=3, min_sample=0.05, budget=2.0),
+    "smoke": Settings(reps=1, train_reps=1, load_reps=1, export_reps=1, min_sample=0.0, budget=0.0, cold_rounds=1),
+    "quick": Settings(reps=7, train_reps=5, load_reps=7, export_reps=3, min_sample=0.02, budget=0.5, cold_rounds=3),
+    "full": Settings(reps=11, train_reps=7, load_reps=7, export_reps=3, min_sample=0.05, budget=2.0, cold_rounds=5),
 }
 
 
@@ -154,6 +158,24 @@ def bench_load_forward(name: str, folder: str, twin: Any, x1: Any, s: Settings, 
     return [load_row, forward_row]
 
 
+def bench_cold_load(name: str, folder: str, s: Settings, notes: list[str]) -> Row:
+    """Load in a new process per sample (the tool's import included), and ours by stage (warm)."""
+    import torch
+    from load_stages import cold_loads, stage_breakdown
+    row = Row(name, "load cold")
+    seconds, failed = cold_loads(folder, s.cold_rounds, torch.get_num_threads())
+    floor = seconds.pop("floor", None)
+    row.seconds = seconds
+    row.failures = {runtime: reason for runtime, reason in failed.items() if runtime != "floor"}
+    stages = stage_breakdown(folder)
+    parts = ", ".join(f"{stage} {value * 1e3:.1f}" for stage, value in stages.items())
+    cold = seconds.get("ours")
+    notes.append(f"{name}: load stages, warm (ms): {parts}; cold load / read floor: "
+                 + (f"{cold / floor:.2f}x ({cold * 1e3:.0f} ms / {floor * 1e3:.1f} ms)" if cold and floor else "n/a"))
+    say(f"[{name}] cold load and stages measured")
+    return row
+
+
 def bench_train(name: str, folder: str, twin: Any, xt: Any, s: Settings) -> Row:
     import torch
     from bench_import import interleaved, train_step_fn
@@ -223,6 +245,7 @@ def bench_model(name: str, s: Settings, work: str, notes: list[str]) -> list[Row
     except Exception as error:  # noqa: BLE001
         notes.append(f"{name}: no .pt2 for native load: {failure(error)}")
     rows += bench_load_forward(name, folder, twin, x1, s, notes)
+    rows.append(bench_cold_load(name, folder, s, notes))
     rows.append(bench_train(name, folder, twin, xt, s))
     rows.append(export_row)
     return rows

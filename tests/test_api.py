@@ -36,7 +36,8 @@ def test_torch_side_signatures():
     import inspect
     params = inspect.signature(nnef_torch.load).parameters
     assert list(params) == ["path", "params", "format", "device", "dtype", "input_shapes", "custom_ops", "progress",
-                            "inputs", "outputs", "batch_size", "batch_axes"]
+                            "inputs", "outputs", "batch_size", "batch_axes", "fuse"]
+    assert params["fuse"].default is True
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in list(params)[1:])
     assert all(params[name].default is None for name in ("inputs", "outputs", "batch_size", "batch_axes"))
     params = inspect.signature(nnef_torch.save).parameters

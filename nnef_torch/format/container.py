@@ -445,19 +445,44 @@ def _fsync_dir(path: str) -> None:
 
 
 def _write_folder(tmp: str, files: Iterable[tuple[str, memoryview]], target: str) -> None:
+    written = []
     for rel, data in files:
         dest = os.path.join(tmp, *rel.split("/"))
         try:
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             with open(dest, "xb") as f:
                 f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
         except OSError as e:
             raise NNEFContainerError(f"cannot write {rel}: {e.strerror or e}",
                                      Location(file=os.path.join(target, rel))) from None
+        written.append((rel, dest))
+    _fsync_files(written, target)
     for dirpath, _dirs, _files in os.walk(tmp):
         _fsync_dir(dirpath)
+
+
+def _fsync_files(written: list[tuple[str, str]], target: str) -> None:
+    """Flush every written file to disk, several at a time (one after another, each waits for its own journal
+    commit; together, the file system commits them in a few)."""
+    def flush(item: tuple[str, str]) -> None:
+        rel, path = item
+        try:
+            fd = os.open(path, os.O_RDWR)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            raise NNEFContainerError(f"cannot write {rel}: {e.strerror or e}",
+                                     Location(file=os.path.join(target, rel))) from None
+    if len(written) < 4:
+        for item in written:
+            flush(item)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=min(16, len(written)), thread_name_prefix="nnef-fsync") as pool:
+        for _ in pool.map(flush, written):
+            pass
 
 
 class _ViewReader:

@@ -17,16 +17,23 @@ TYPE_NAMES = ("integer", "scalar", "logical", "string")
 PUNCTUATION = ("->", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "^", "<", ">", "!",
                "(", ")", "[", "]", "{", "}", ":", "=", ",", ";", "?")
 
-# One pass over the text: each alternative is a token kind; the last one catches anything unexpected. Strings are
-# written as runs of plain characters between escapes: a repeated alternation would keep matching state per
-# character (300 bytes each, 4.7 GB for a 16 MB string).
+# One pass over the text: each match is the spaces before a token, then one alternative per token kind; `other`
+# catches anything unexpected, `end` the spaces that end the text. No alternative starts with a space, so every
+# match succeeds with all the spaces taken at once (none is scanned twice). Strings are written as runs of plain
+# characters between escapes: a repeated alternation would keep matching state per character (300 bytes each,
+# 4.7 GB for a 16 MB string).
 _TOKEN = re.compile(r"""
-    (?P<space>[ \t\v\f\r]+|\n|\#[^\n\f]*)
+    [ \t\v\f\r]*
+  (?:
+    (?P<newline>\n)
+  | (?P<comment>\#[^\n\f]*)
   | (?P<number>[0-9]+(?P<fraction>\.[0-9]*)?(?P<exponent>[eE][+-]?[0-9]+)?)
   | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<string>'[^'\\\n\f]*(?:\\[^\n\f][^'\\\n\f]*)*'|"[^"\\\n\f]*(?:\\[^\n\f][^"\\\n\f]*)*")
   | (?P<punct>{punct})
-  | (?P<other>.)
+  | (?P<other>[^ \t\v\f\r])
+  | (?P<end>\Z)
+  )
 """.format(punct="|".join(re.escape(p) for p in PUNCTUATION)), re.VERBOSE | re.DOTALL)
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _WORD = re.compile(r"\w*")
@@ -50,31 +57,35 @@ def tokenize(text: str, file: str | None = None) -> list[Token]:
     return list(iter_tokens(text, file))
 
 
-def iter_tokens(text: str, file: str | None = None) -> Iterator[Token]:
+def iter_tokens(text: str, file: str | None = None, pos: int = 0, line: int = 1,
+                line_start: int = 0) -> Iterator[Token]:
     """The tokens of `text` one at a time, ending with an 'eof' token; a lexical error is raised when the bad
-    token is reached, so a parser holds only the few tokens it looks at, whatever the length of the text."""
-    line, line_start = 1, 0
+    token is reached, so a parser holds only the few tokens it looks at, whatever the length of the text.
+    pos: where to start (on line `line`, which starts at offset `line_start`)."""
 
     def error(message: str, at: int) -> NNEFSyntaxError:
         return NNEFSyntaxError(message, Location(file, line, at - line_start + 1)).with_source(text, file)
 
-    for match in _TOKEN.finditer(text):
+    new = tuple.__new__  # Token(...) without the generated __new__: the tokens of a large graph add up
+    for match in _TOKEN.finditer(text, pos):
         kind = match.lastgroup
-        pos = match.start()
-        if kind == "space":
-            if text[pos] == "\n":
-                line, line_start = line + 1, pos + 1
+        if kind == "newline":
+            line, line_start = line + 1, match.end()
             continue
-        literal = match.group()
+        if kind == "comment" or kind == "end":
+            continue
+        pos = match.start(kind)
+        literal = match.group(kind)
         column = pos - line_start + 1
         end = column + len(literal)
         if kind == "word":
             if literal in ("true", "false"):
-                yield Token("logical", literal, literal == "true", line, column, end)
+                yield new(Token, ("logical", literal, literal == "true", line, column, end))
             else:
-                yield Token("keyword" if literal in KEYWORDS else "identifier", literal, literal, line, column, end)
+                yield new(Token, ("keyword" if literal in KEYWORDS else "identifier", literal, literal, line, column,
+                                  end))
         elif kind == "punct":
-            yield Token("punct", literal, literal, line, column, end)
+            yield new(Token, ("punct", literal, literal, line, column, end))
         elif kind == "number":
             suffix = _WORD.match(text, match.end()).group()
             if suffix:  # `1.5e`, `2x`: a letter or digit of another script may not follow a number

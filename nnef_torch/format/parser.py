@@ -5,6 +5,9 @@ Operator precedence, lowest first: `x if c else y` (right to left), `in`, `&&` `
 parser does). Unary operators follow ordinary mathematics: `-a + b` is `(-a) + b` (the Khronos parser reads it as
 `-(a + b)`), `-a ^ 2` is `-(a ^ 2)`, and `a ^ -2` is allowed. The printer parenthesizes every such case so that
 both readings agree on printed text.
+
+A body statement of the common flat shape (`a = op(x, key = [1, 2]);`) is read by `shortcut.statement` straight
+from the text into the same tree; the lexer then resumes after it.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from nnef_torch.errors import Location, NNEFSyntaxError
-from nnef_torch.format import ast
+from nnef_torch.format import ast, shortcut
 from nnef_torch.format.lexer import TYPE_NAMES, Token, iter_tokens
 from nnef_torch.gc_pause import gc_paused
 
@@ -24,6 +27,8 @@ _BINARY_PRECEDENCE = {op: level for level, ops in enumerate(_BINARY_LEVELS) for 
 MAX_NESTING = 50
 # A missing one of these is reported just after the token it should follow, when the next token is on a later line.
 _TERMINATORS = (";", ")", "]", "}")
+_UNARY = ("-", "+", "!")
+_ENDS = frozenset((",", ")", ";", "]"))  # punctuation that no operator of an expression follows
 _R = TypeVar("_R")
 
 
@@ -79,9 +84,11 @@ class _Parser:
     def __init__(self, text: str, file: str | None):
         self.text, self.file = text, file
         self._stream = iter_tokens(text, file)
-        self._ahead = [next(self._stream)]  # the current token, then any already read ahead
+        self.tok: Token = next(self._stream)  # the current token
+        self._ahead: list[Token] = []  # tokens already read after the current one
         self.previous: Token | None = None  # the token before the current one
         self.depth = 0  # nesting of recursive rules, see MAX_NESTING
+        self._line_starts = shortcut.LineStarts(text)
 
     def run(self, rule: Callable[[], _R]) -> _R:
         try:
@@ -104,25 +111,19 @@ class _Parser:
         return result
 
     # -- token helpers --
-    @property
-    def tok(self) -> Token:
-        return self._ahead[0]
-
     def peek(self, ahead: int = 1) -> Token:
         """The token `ahead` places after the current one (the 'eof' token past the end)."""
         tokens = self._ahead
-        while len(tokens) <= ahead and tokens[-1].kind != "eof":
+        while len(tokens) < ahead and (tokens[-1] if tokens else self.tok).kind != "eof":
             tokens.append(next(self._stream))
-        return tokens[min(ahead, len(tokens) - 1)]
+        return tokens[min(ahead, len(tokens)) - 1] if tokens and ahead > 0 else self.tok
 
     def advance(self) -> None:
         """Move to the next token (staying on 'eof' at the end)."""
-        tokens = self._ahead
-        if len(tokens) == 1:
-            if tokens[0].kind == "eof":
-                return
-            tokens.append(next(self._stream))
-        self.previous = tokens.pop(0)
+        if self._ahead:
+            self.previous, self.tok = self.tok, self._ahead.pop(0)
+        elif self.tok.kind != "eof":
+            self.previous, self.tok = self.tok, next(self._stream)
 
     def loc(self, token: Token | None = None) -> Location:
         token = token or self.tok
@@ -140,7 +141,8 @@ class _Parser:
         return Location(self.file, token.line, token.end)
 
     def at(self, text: str) -> bool:
-        return self.tok.kind in ("punct", "keyword") and self.tok.text == text
+        token = self.tok
+        return token.text == text and token.kind in ("punct", "keyword")
 
     def accept(self, text: str) -> bool:
         if self.at(text):
@@ -219,6 +221,11 @@ class _Parser:
         assignments = []
         while not self.at("}"):
             start = self.tok
+            if start.kind == "identifier" or start.kind == "punct" and start.text == "[":
+                found = self._shortcut(start)
+                if found is not None:
+                    assignments.append(found)
+                    continue
             lhs = self.lvalue(top=True)
             self.expect("=")
             rhs = self.expression(allow_tuple=True)
@@ -228,6 +235,20 @@ class _Parser:
             raise self.error("a body must hold at least one assignment")
         self.expect("}")
         return tuple(assignments)
+
+    def _shortcut(self, start: Token) -> ast.Assignment | None:
+        """The statement at `start` read by `shortcut.statement`, the lexer then resumed after its ';'; None
+        where it is not of the shape taken there (or tokens after `start` were already read)."""
+        if self._ahead:
+            return None
+        line_start = self._line_starts.find(start.line)
+        found = shortcut.statement(self.text, line_start + start.column - 1, start.line, line_start, self.file)
+        if found is None:
+            return None
+        assignment, end, semicolon = found
+        self._stream = iter_tokens(self.text, self.file, end, start.line, line_start)
+        self.previous, self.tok = semicolon, next(self._stream)
+        return assignment
 
     def lvalue(self, top: bool = False) -> ast.Expr:
         return self.nested(self._lvalue, top)
@@ -365,7 +386,15 @@ class _Parser:
     def expression(self, allow_tuple: bool = False) -> ast.Expr:
         self.enter()
         start = self.tok
-        expr = self.if_else()
+        if start.kind == "punct" and start.text in _UNARY:
+            expr = self.if_else()
+        else:
+            # the leftmost primary first: most expressions are nothing more (`x`, `1.0`, `[1, 1]`, `f(x)`), and
+            # then the precedence levels have nothing to look at
+            expr = self.primary()
+            after = self.tok
+            if not (after.kind == "punct" and after.text in _ENDS):
+                expr = self.if_else(expr)
         if allow_tuple and self.at(","):
             items = [expr]
             while self.accept(","):
@@ -374,8 +403,9 @@ class _Parser:
         self.depth -= 1
         return expr
 
-    def if_else(self) -> ast.Expr:
-        expr = self.binary(0)
+    def if_else(self, first: ast.Expr | None = None) -> ast.Expr:
+        """`first`, where given, is the leftmost primary, already parsed (as in the rules below)."""
+        expr = self.binary(0, first)
         if self.at("if"):
             token = self.expect("if")
             condition = self.binary(0)
@@ -384,9 +414,9 @@ class _Parser:
             return ast.IfElseExpr(condition, expr, otherwise, self.loc(token))
         return expr
 
-    def binary(self, min_level: int) -> ast.Expr:
+    def binary(self, min_level: int, first: ast.Expr | None = None) -> ast.Expr:
         """Binary operators of precedence `min_level` and above, grouping left to right (precedence climbing)."""
-        left = self.unary()
+        left = self.unary() if first is None else self.power(first)
         while True:
             token = self.tok
             level = _BINARY_PRECEDENCE.get(token.text) if token.kind in ("punct", "keyword") else None
@@ -398,14 +428,14 @@ class _Parser:
 
     def unary(self) -> ast.Expr:
         token = self.tok
-        if token.kind == "punct" and token.text in ("-", "+", "!"):
+        if token.kind == "punct" and token.text in _UNARY:
             self.advance()
             operand = self.nested(self.unary)
             return ast.UnaryExpr(token.text, operand, self.loc(token))
         return self.power()
 
-    def power(self) -> ast.Expr:
-        left = self.postfix()
+    def power(self, first: ast.Expr | None = None) -> ast.Expr:
+        left = self.postfix(first)
         while self.at("^"):
             token = self.expect("^")
             right = self.power_operand()
@@ -420,8 +450,8 @@ class _Parser:
             return ast.UnaryExpr(token.text, operand, self.loc(token))
         return self.postfix()
 
-    def postfix(self) -> ast.Expr:
-        expr = self.primary()
+    def postfix(self, first: ast.Expr | None = None) -> ast.Expr:
+        expr = self.primary() if first is None else first
         while self.at("["):
             token = self.expect("[")
             start = None if self.at(":") else self.expression()

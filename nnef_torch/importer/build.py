@@ -128,15 +128,18 @@ class GraphBuilder:
         self.writes: list[tuple[str, Any]] = []
         self.special = {"external": self.external, "variable": self.variable, "update": self.update}
         self.quantizers: dict[str, str] = {}  # tensor name -> submodule path of its FakeQuantize
+        self.owners: dict[str, torch.nn.Module] = {}  # module path -> the module holding variables there
 
     def build(self) -> fx.Graph:
         read = {ref.name for op in self.graph.operations for ref in op.input_refs()} | set(self.graph.outputs)
-        for external in self.graph.signature.externals:
+        externals = self.graph.signature.externals
+        last_read = max((i for i, external in enumerate(externals) if external.name in read), default=-1)
+        for index, external in enumerate(externals):
             dtype = declared_dtype(external.dtype, self.float_dtype)
             # an input nothing reads may be left out (NNEF graphs have at least one input; a model with none
-            # declares one, as the LightNet front end does)
+            # declares one, as the LightNet front end does), where no input that is read follows it
             placeholder = self.tracer.placeholder(python_name(external.name), external.shape, dtype,
-                                                  optional=external.name not in read)
+                                                  optional=external.name not in read and index > last_read)
             self.bind(external.name, placeholder)
         for op in self.graph.operations:
             handler = self.special.get(op.name)
@@ -160,8 +163,7 @@ class GraphBuilder:
         fx_graph = self.tracer.graph
         fx_graph.owning_module = self.root  # dead-code elimination asks it whether call_module nodes are pure
         fold_reshapes(fx_graph)
-        fx_graph.eliminate_dead_code()
-        fx_graph.lint()
+        fx_graph.eliminate_dead_code()  # which lints the graph first; erasing unused nodes keeps it sound
         return fx_graph
 
     # -- the three ops that are part of the signature --
@@ -174,8 +176,7 @@ class GraphBuilder:
         if slot.path in self.state_reads:
             self.bind(variable.name, self.state_reads[slot.path])
             return
-        tensor = self.root.get_parameter(slot.path) if not slot.state and _is_parameter(self.root, slot.path) \
-            else self.root.get_buffer(slot.path)
+        tensor = self.slot_tensor(slot)
         proxy = self.tracer.get_attr(slot.path, slot.shape, tensor.dtype, name=python_name(variable.name))
         if slot.updated:
             proxy = self.tracer.create_proxy("call_function", state.read_state, (proxy,), {},
@@ -183,6 +184,15 @@ class GraphBuilder:
             annotate(proxy, slot.shape, tensor.dtype)
             self.state_reads[slot.path] = proxy
         self.bind(variable.name, proxy)
+
+    def slot_tensor(self, slot: Slot) -> torch.Tensor:
+        """The Parameter (a slot that is not state) or buffer of `slot` on the root."""
+        module_path, _, leaf = slot.path.rpartition(".")
+        owner = self.owners.get(module_path)
+        if owner is None:
+            owner = self.owners[module_path] = self.root.get_submodule(module_path)
+        tensor = owner._parameters.get(leaf) if not slot.state else None
+        return tensor if tensor is not None else self.root.get_buffer(slot.path)
 
     def update(self, op: Operation) -> None:
         target = op.inputs["variable"].name
@@ -195,7 +205,7 @@ class GraphBuilder:
         fn = self.find(op.name)
         args = [self.value(value) for value in op.inputs.values()]
         kwargs = {python_name(key): value for key, value in op.attribs.items()}
-        before = len(self.tracer.graph.nodes)
+        before = _last_node(self.tracer.graph)
         entry = registry.entry(op.name)
         if op.name in self.custom:
             result = self._custom_call(fn, args, kwargs, op)
@@ -206,7 +216,7 @@ class GraphBuilder:
             if entry is not None and entry.typed:
                 kwargs["dtype"] = declared_dtype(op.dtype or "scalar", self.float_dtype)
             result = fn(*args, **kwargs)
-        fresh = set(list(self.tracer.graph.nodes)[before:])
+        fresh = _nodes_after(self.tracer.graph, before)
         results = list(op.outputs.values())
         values = [result] if len(results) == 1 else list(result)
         if len(values) != len(results):
@@ -246,18 +256,18 @@ class GraphBuilder:
         for it alone takes its name, so the generated code reads like the graph."""
         tensor = self.graph.tensors[name]
         if not isinstance(value, fx.Proxy):
-            value = fx.Proxy(self.tracer.create_arg(torch.as_tensor(value)), self.tracer)
+            value = self.tracer.proxy(self.tracer.create_arg(torch.as_tensor(value)))
         dtype = value.node.meta.get("nnef_dtype") if value.node.op in ("placeholder", "get_attr") else None
         annotate(value, tensor.shape, dtype or declared_dtype(tensor.dtype or "scalar", self.float_dtype))
         spec = self.graph.quantization.get(name)
         if spec is not None:
-            before = len(self.tracer.graph.nodes)
+            before = _last_node(self.tracer.graph)
             if spec.op in OPS and spec.op not in self.custom:
                 quantized = self.tracer.create_proxy("call_module", self.quantizer(name, spec), (value,), {})
             else:
                 fn = self.find(spec.op)
                 quantized = fn(value, **{python_name(key): arg for key, arg in spec.args.items()})
-            fresh = set(list(self.tracer.graph.nodes)[before:])
+            fresh = _nodes_after(self.tracer.graph, before)
             annotate(quantized, tensor.shape, value.node.meta["nnef_dtype"])
             value = quantized
         if value.node in fresh:
@@ -290,7 +300,15 @@ class GraphBuilder:
         return self.quantizers[name]
 
 
-def _is_parameter(root: torch.nn.Module, path: str) -> bool:
-    module_path, _, leaf = path.rpartition(".")
-    module = root.get_submodule(module_path) if module_path else root
-    return leaf in module._parameters
+def _last_node(graph: fx.Graph) -> fx.Node | None:
+    return next(iter(reversed(graph.nodes)), None)
+
+
+def _nodes_after(graph: fx.Graph, last: fx.Node | None) -> set[fx.Node]:
+    """The nodes made since `last` was the last one (nodes are only appended while building)."""
+    fresh = set()
+    for node in reversed(graph.nodes):
+        if node is last:
+            break
+        fresh.add(node)
+    return fresh

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -12,6 +12,7 @@ import torch
 import nnef_torch.ops.torch_ops  # noqa: F401  (registers the torch implementations)
 from nnef_torch.errors import NNEFError
 from nnef_torch.gc_pause import gc_paused
+from nnef_torch.importer import fuse as fusion
 from nnef_torch.importer.build import (
     QUANTIZERS,
     GraphBuilder,
@@ -35,7 +36,7 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
          input_shapes: Mapping[str, Any] | None = None,
          custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None,
          inputs: Sequence[str] | None = None, outputs: Sequence[str] | None = None, batch_size: int | None = None,
-         batch_axes: Mapping[str, int | None] | None = None) -> NNEFModule:
+         batch_axes: Mapping[str, int | None] | None = None, fuse: bool | Collection[str] = True) -> NNEFModule:
     """Import a model as a torch module: an NNEF model (a folder, a graph.nnef file, or a .tar/.tgz/.tar.gz
     archive), or a model of another format that a front end reads (NNVM graph JSON, an MXNet `-symbol.json`,
     LightNet's JSON IR).
@@ -51,7 +52,9 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
     of an NNEF model: its axis 0, or the axis `batch_axes` gives by input name (None: no batch axis); for a model
     exported with a variable batch (`nnef_torch.export(..., dynamic_batch=True)`). custom_ops: torch implementations of
     operations by name, called with the NNEF signature; they replace fragments defined in the document too.
-    progress: show a tqdm bar while reading tensors (default: on a terminal, for large models).
+    progress: show a tqdm bar while reading tensors (default: on a terminal, for large models). fuse: replace chains
+    of operations by one faster operation computing the same: all passes of `nnef_torch.importer.fuse.PASSES`
+    (layer norm, GELU), or those named.
 
     The module is returned in eval mode, ready for inference; `.train()` switches the operations that follow the
     training mode (batch statistics and dropout of imported MXNet models) to their training behaviour.
@@ -60,14 +63,15 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
                      outputs=outputs) as files:
         check_batch_format(files.format, batch_size, batch_axes)
         return load_source(files, device=device, dtype=dtype, input_shapes=input_shapes, custom_ops=custom_ops,
-                           progress=progress, batch_size=batch_size, batch_axes=batch_axes)
+                           progress=progress, batch_size=batch_size, batch_axes=batch_axes, fuse=fuse)
 
 
 @gc_paused
 def load_source(files: ModelSource, *, device: torch.device | str | int | None = None,
                 dtype: torch.dtype | None = None, input_shapes: Mapping[str, Any] | None = None,
                 custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None,
-                batch_size: int | None = None, batch_axes: Mapping[str, int | None] | None = None) -> NNEFModule:
+                batch_size: int | None = None, batch_axes: Mapping[str, int | None] | None = None,
+                fuse: bool | Collection[str] = True) -> NNEFModule:
     """The module of an opened model source (a file's, or one made in memory, as graph_def's networks are); the
     options are `load`'s."""
     if dtype is not None and not dtype.is_floating_point:
@@ -79,6 +83,7 @@ def load_source(files: ModelSource, *, device: torch.device | str | int | None =
                        quant_file=files.quant_file, atomic=lambda name: find(name) is not None,
                        custom_shapes=custom_shapes, input_shapes=input_shapes if files.format == "nnef" else None,
                        batch_size=batch_size, batch_axes=batch_axes)
+    graph = fusion.fuse(graph, fuse, replaced=set(custom_ops or ()))
     check_supported(graph, find)
     slots = plan_slots(graph, files.state | module_state(graph, set(custom_ops or ())))
     root = torch.nn.Module()  # meta placeholders: the graph is generated while the data is being read

@@ -63,6 +63,7 @@ class Lowerer:
         self.nesting = 0  # levels of `evaluate` under way
         self.budget = evaluate.Budget(0, 0)
         self.site: Location | None = None  # the graph statement being lowered, for errors inside library code
+        self.param_kinds: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # see _param_kinds
 
     # -- graph --
     def lower_graph(self, doc: ast.Document, source_length: int = 0) -> Graph:
@@ -296,7 +297,9 @@ class Lowerer:
         self.budget.steps -= self.budget.INVOCATION_STEPS
         fragment = self.fragments[name]
         bound = bind_arguments(fragment, args, loc)
-        typed = {key: (_type_of(value, self.tensors), arg_loc) for key, (value, arg_loc) in bound.items()}
+        # the argument types matter only for deducing a generic type
+        typed = {key: (_type_of(value, self.tensors), arg_loc) for key, (value, arg_loc) in bound.items()} \
+            if fragment.generic and explicit is None else {}
         value_type = resolve_generic(fragment, typed, explicit, loc, inside_generic=True)
         values = {}
         for param in fragment.params:
@@ -338,8 +341,9 @@ class Lowerer:
 
     def emit(self, fragment: ast.Fragment, values: dict[str, Any], value_type: ast.PrimitiveType | None, loc: Location,
              hint: ast.Expr | None) -> Any:
-        inputs = {p.name: values[p.name] for p in fragment.params if T.contains_tensor(p.type)}
-        attribs = {p.name: values[p.name] for p in fragment.params if not T.contains_tensor(p.type)}
+        tensor_params, attribute_params = self._param_kinds(fragment)
+        inputs = {name: values[name] for name in tensor_params}
+        attribs = {name: values[name] for name in attribute_params}
         if fragment.name == "external" and isinstance(hint, ast.Identifier):
             attribs["shape"] = self._declared_shape(hint.name, attribs["shape"], loc)
         location = loc if loc.file == self._site_file() else self.site
@@ -355,6 +359,15 @@ class Lowerer:
         self.operations.append(Operation(fragment.name, inputs, attribs, outputs, dtype, location, self.scope))
         results = list(outputs.values())
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _param_kinds(self, fragment: ast.Fragment) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The names of `fragment`'s tensor parameters (inputs) and of the others (attributes)."""
+        kinds = self.param_kinds.get(fragment.name)
+        if kinds is None:
+            kinds = self.param_kinds[fragment.name] = (
+                tuple(p.name for p in fragment.params if T.contains_tensor(p.type)),
+                tuple(p.name for p in fragment.params if not T.contains_tensor(p.type)))
+        return kinds
 
     def _declared_shape(self, name: str, shape: Any, loc: Location) -> Any:
         """The shape of the external `name`: as `input_shapes` gives it, or with `batch_size` along its batch

@@ -13,7 +13,6 @@ import warnings
 
 import torch
 
-from nnef_torch.frontends.lightnet.tl_print import print_text
 from nnef_torch.ops.registry import torch_module, torch_op
 
 
@@ -21,6 +20,7 @@ def _text(message: str, input: torch.Tensor) -> str:
     values = input.detach().cpu()
     if values.dtype in (torch.bfloat16, torch.float16):
         values = values.float()
+    from nnef_torch.frontends.lightnet.tl_print import print_text  # the front end loads only where it prints
     return print_text(message, values.numpy())
 
 

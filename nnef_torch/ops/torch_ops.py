@@ -10,11 +10,13 @@ Split by idea, each module registering its own functions with `@torch_op`:
 - `torch_sampling`: up- and down-sampling, local normalizations, region-of-interest ops
 - `torch_training`: submodules for ops that follow the training mode (moving batch statistics, dropout)
 - `torch_lightnet`: the LightNet front end's print ops (side-effecting submodules) and sorts
+- `torch_fused`: the operations the importer's fusion passes write (layer norm, tanh GELU)
 """
 from __future__ import annotations
 
 from nnef_torch.ops import (  # noqa: F401  (imported to register the implementations)
     torch_elementwise,
+    torch_fused,
     torch_lightnet,
     torch_reduce,
     torch_sampling,

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from nnef_torch.ops.registry import torch_op
-from nnef_torch.ops.torch_common import aligned, is_literal, static_shape
+from nnef_torch.ops.torch_common import aligned, is_literal, static_rank, static_shape
 
 
 def _dims(axes: Sequence[int]) -> tuple[int, ...]:
@@ -165,14 +165,25 @@ def batch_normalization(input: torch.Tensor, mean: Any, variance: Any, offset: A
     """offset + scale * (input - mean) / sqrt(variance + epsilon) as one multiply-add over the input, with the
     per-channel factor scale / sqrt(variance + epsilon) and shift offset - mean * factor: what F.batch_norm computes
     in inference on CPU, but differentiable in mean and variance too (F.batch_norm refuses running statistics
-    that require grad, and imported statistics are parameters)."""
-    input, mean, variance, offset, scale = aligned(input, mean, variance, offset, scale)
+    that require grad, and imported statistics are parameters).
+
+    Parameters of one rank (the usual [1, C]) are combined at that rank and only factor and shift are aligned
+    to the input: the same values, two views instead of four."""
+    params = (mean, variance, offset, scale)
+    ranks = {static_rank(param) for param in params if not is_literal(param)}
+    rank = static_rank(input)
+    missing = rank - max(ranks, default=rank)  # the views factor and shift need
+    if len(ranks) > 1 or missing < 0:
+        input, mean, variance, offset, scale = aligned(input, *params)
+        missing = 0
     if is_literal(variance):
         inverse = 1.0 / math.sqrt(variance + epsilon)
     else:
         inverse = torch.rsqrt(variance + epsilon)
     factor = scale * inverse
     shift = offset - mean * factor
+    if missing > 0:
+        factor, shift = (x if is_literal(x) else x[(Ellipsis,) + (None,) * missing] for x in (factor, shift))
     if is_literal(factor) or is_literal(shift):
         return input * factor + shift
     return torch.addcmul(shift, input, factor)

@@ -15,8 +15,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 METRICS = ("load", "forward b1", "train step", "export")
 # table column -> (packages it needs, metrics it runs)
 ANCHORS = {
-    "khronos": (("nnef_tools",), ("load", "forward b1")),
-    "tract": (("tract",), ("load", "forward b1")),
+    "khronos": (("nnef_tools",), ("load", "forward b1", "load cold")),
+    "tract": (("tract",), ("load", "forward b1", "load cold")),
     "t2n": (("torch_to_nnef",), ("export",)),
     "onnx+nt": (("onnx", "nnef_tools"), ("export",)),
 }
@@ -79,3 +79,12 @@ def test_installed_anchor_is_measured(smoke, column):
         row = _row(smoke, metric)
         assert column not in row["failures"], row["failures"][column]
         assert row["seconds"][column] > 0
+
+
+def test_cold_load_and_the_stages_of_a_load_are_reported(smoke):
+    row = _row(smoke, "load cold")
+    assert not row["failures"].get("ours") and row["seconds"]["ours"] > 0
+    assert "| tiny | load cold |" in smoke["stdout"]
+    note = next(text for text in smoke["json"]["notes"] if text.startswith("tiny: load stages"))
+    for stage in ("parse", "lower", "generate", "rest", "total", "read floor", "cold load / read floor"):
+        assert stage in note, note

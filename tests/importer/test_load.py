@@ -251,3 +251,24 @@ def test_archive_models_load(tmp_path):
     module.save(tmp_path / "model.tar")
     x = torch.rand(2, 1, 16, 16)
     assert torch.equal(nnef_torch.load(tmp_path / "model.tar")(x), module(x))
+
+
+@pytest.mark.parametrize("order", ["unused_first", "unused_last"])
+def test_an_input_nothing_reads_keeps_its_place(tmp_path, order):
+    """An unread input before a read one stays a positional argument; a trailing one may be left out."""
+    inputs = "( unused, x )" if order == "unused_first" else "( x, unused )"
+    (tmp_path / "g.nnef").write_text(f"""version 1.0;
+graph G{inputs} -> ( y )
+{{
+    unused = external(shape = [2]);
+    x = external(shape = [1, 3]);
+    y = relu(x);
+}}
+""")
+    module = nnef_torch.load(tmp_path / "g.nnef")
+    x = torch.tensor([[-1.0, 0.5, 2.0]])
+    if order == "unused_first":
+        torch.testing.assert_close(module(torch.zeros(2), x), torch.relu(x))
+    else:
+        torch.testing.assert_close(module(x), torch.relu(x))
+        torch.testing.assert_close(module(x, torch.zeros(2)), torch.relu(x))
