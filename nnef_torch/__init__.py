@@ -46,12 +46,15 @@ _SUBPACKAGES = ("viz", "graph_def")
 def __getattr__(name: str) -> Any:
     """The torch side (`load`, `save`, `NNEFModule`), `viz` and `graph_def` are imported on first use: reading
     files needs no torch."""
+    import importlib
+
+    from nnef_torch.gc_pause import paused
     if name in _SUBPACKAGES:
-        import importlib
-        return importlib.import_module(f"nnef_torch.{name}")
+        with paused():  # importing registers hundreds of ops: no full collection of torch's heap meanwhile
+            return importlib.import_module(f"nnef_torch.{name}")
     if name in _TORCH_API:
-        import importlib
-        value = getattr(importlib.import_module(_TORCH_API[name]), name)
+        with paused():
+            value = getattr(importlib.import_module(_TORCH_API[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'nnef_torch' has no attribute {name!r}")
