@@ -44,9 +44,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import gc
-import importlib
 import io
 import json
 import os
@@ -67,6 +65,7 @@ REPO = os.path.dirname(HERE)
 sys.path[:0] = [HERE, REPO]  # the sibling scripts as modules, and the nnef_torch of this checkout
 
 import report  # noqa: E402
+from load_stages import instrument  # noqa: E402
 from report import Row  # noqa: E402
 
 MODEL = "resnet50_v1"
@@ -115,31 +114,6 @@ STAGES = (  # (stage, module, attribute): the functions a load goes through, wra
 )
 
 
-def instrument(spent: dict[str, float]) -> list[str]:
-    """Wrap the functions of STAGES so that each call adds its seconds to `spent[stage]`; return the ones not found
-    (the breakdown leaves them in `rest`)."""
-    missing = []
-    for stage, module_name, path in STAGES:
-        try:
-            owner: Any = importlib.import_module(module_name)
-            *outer, name = path.split(".")
-            for part in outer:
-                owner = getattr(owner, part)
-            original = getattr(owner, name)
-        except (ImportError, AttributeError):
-            missing.append(f"{module_name}.{path}")
-            continue
-
-        def timed(*args: Any, __original: Callable[..., Any] = original, __stage: str = stage, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return __original(*args, **kwargs)
-            finally:
-                spent[__stage] = spent.get(__stage, 0.0) + time.perf_counter() - start
-        setattr(owner, name, functools.wraps(original)(timed))
-    return missing
-
-
 def worker(args: argparse.Namespace) -> None:
     result: dict[str, Any] = {}
     if args.worker == "read":
@@ -180,7 +154,7 @@ def worker(args: argparse.Namespace) -> None:
             del module
         result["warm_seconds"] = warm
         spent: dict[str, float] = {}
-        result["not_instrumented"] = instrument(spent)
+        result["not_instrumented"], _ = instrument(STAGES, spent)
         gc.collect()
         start = time.perf_counter()
         module = load()

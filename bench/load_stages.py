@@ -83,7 +83,7 @@ def stage_breakdown(folder: str, loads: int = 3) -> dict[str, float]:
     import nnef_torch
     nnef_torch.load(folder)  # warm
     spent: dict[str, float] = {}
-    undo = _instrument(spent)
+    _, undo = instrument(STAGES, spent)
     results: list[dict[str, float]] = []
     try:
         for _ in range(loads):
@@ -104,14 +104,21 @@ def stage_breakdown(folder: str, loads: int = 3) -> dict[str, float]:
     return {**stages, "read floor": floor}
 
 
-def _instrument(spent: dict[str, float]) -> Callable[[], None]:
-    restore = []
-    for stage, module_name, path in STAGES:
-        owner: Any = importlib.import_module(module_name)
-        *outer, name = path.split(".")
-        for part in outer:
-            owner = getattr(owner, part)
-        original = getattr(owner, name)
+def instrument(stages: tuple[tuple[str, str, str], ...], spent: dict[str, float]
+               ) -> tuple[list[str], Callable[[], None]]:
+    """Wrap the functions of `stages` ((stage, module, attribute) triples) so that each call adds its seconds to
+    `spent[stage]`. Returns the ones not found and a function that puts the originals back."""
+    missing, restore = [], []
+    for stage, module_name, path in stages:
+        try:
+            owner: Any = importlib.import_module(module_name)
+            *outer, name = path.split(".")
+            for part in outer:
+                owner = getattr(owner, part)
+            original = getattr(owner, name)
+        except (ImportError, AttributeError):
+            missing.append(f"{module_name}.{path}")
+            continue
 
         def timed(*args: Any, __original: Callable[..., Any] = original, __stage: str = stage, **kwargs: Any) -> Any:
             start = time.perf_counter()
@@ -125,7 +132,7 @@ def _instrument(spent: dict[str, float]) -> Callable[[], None]:
     def undo() -> None:
         for owner, name, original in restore:
             setattr(owner, name, original)
-    return undo
+    return missing, undo
 
 
 if __name__ == "__main__":  # a cold-load worker: RUNTIME FOLDER THREADS
