@@ -131,7 +131,7 @@ def _check_same(before: TensorData, after: TensorData, variable: Variable) -> No
 
 def _read_quant(path: str) -> str:
     try:
-        return container.read_file(path).decode("utf-8")
+        return str(container.read_file(path), "utf-8")
     except UnicodeDecodeError as error:
         raise CLIError(f"{path}: graph.quant is not valid UTF-8 text ({error.reason} at byte {error.start})") from None
 

@@ -21,6 +21,8 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from nnef_torch.errors import Location, NNEFContainerError
 from nnef_torch.format.labels import label_to_relpath
 
@@ -37,8 +39,9 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _ARCHIVE_ERRORS = (tarfile.TarError, EOFError, zlib.error, OSError)
 
 
-def _decode(data: bytes, where: str) -> str:
+def _decode(data: bytes | bytearray | memoryview, where: str) -> str:
     """UTF-8 text of a graph or quant file; a bad byte is reported with line, column and offset."""
+    data = bytes(data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -86,7 +89,7 @@ class _FolderStore:
     def text(self, name: str) -> str | None:
         return _read_text_file(os.path.join(self.root, name))
 
-    def read(self, rel: str, label: str, check: Check | None = None) -> bytearray:
+    def read(self, rel: str, label: str, check: Check | None = None) -> bytearray | memoryview:
         real = os.path.realpath(os.path.join(self.root, *rel.split("/")))
         where = Location(file=self.display(rel))
         if os.path.commonpath([real, self.root]) != self.root:
@@ -108,17 +111,18 @@ class _FolderStore:
         pass
 
 
-def _read_checked(stream: io.BufferedIOBase | _Bounded, size: int, check: Check | None) -> bytearray:
-    """`size` bytes of `stream` (fewer where it ends early). Its first HEAD_SIZE bytes are handed to `check`, with
-    `size`, before anything more is allocated or read."""
+def _read_checked(stream: io.BufferedIOBase | _Bounded, size: int, check: Check | None) -> bytearray | memoryview:
+    """`size` bytes of `stream` (fewer where it ends early), writable. Its first HEAD_SIZE bytes are handed to
+    `check`, with `size`, before anything more is allocated or read."""
     head = stream.read(min(size, HEAD_SIZE))
     if len(head) < min(size, HEAD_SIZE):
         return bytearray(head)
     if check is not None:
         check(head, size)
-    data = bytearray(size)
+    # uninitialised: the read fills it, outside the GIL (a bytearray would be zero-filled first, holding the GIL)
+    data = memoryview(np.empty(size, np.uint8))
     data[:len(head)] = head
-    got = len(head) + (stream.readinto(memoryview(data)[len(head):]) or 0) if size > len(head) else len(head)
+    got = len(head) + (stream.readinto(data[len(head):]) or 0) if size > len(head) else len(head)
     return data if got == size else data[:got]
 
 
@@ -257,10 +261,10 @@ class _TarStore:
         info = self.files.get(self.prefix + rel)
         return f"{self.path}:{info.name if info is not None else self.prefix + rel}"
 
-    def read(self, rel: str, label: str, check: Check | None = None) -> bytearray:
+    def read(self, rel: str, label: str, check: Check | None = None) -> bytearray | memoryview:
         return self._read(self.files[self.prefix + rel], check)
 
-    def _read(self, info: tarfile.TarInfo, check: Check | None = None) -> bytearray:
+    def _read(self, info: tarfile.TarInfo, check: Check | None = None) -> bytearray | memoryview:
         """A member's data, read in place (what tarfile.extractfile does for a regular member, minus a copy); with a
         `check`, its first bytes are checked against the member's size before the rest is inflated."""
         with self._lock:
@@ -316,7 +320,7 @@ class ModelFiles:
         """The file name used for `label` in messages, e.g. 'model.tgz:conv1/filter.dat'."""
         return self._store.display(self._store.resolve(label) or label_to_relpath(label))
 
-    def tensor_bytes(self, label: str, check: Check | None = None) -> bytearray:
+    def tensor_bytes(self, label: str, check: Check | None = None) -> bytearray | memoryview:
         """The bytes of the tensor file of `label`; NNEFContainerError if it is missing or unreadable. With a
         `check`, nothing past the file's first bytes is read (or inflated) unless they and its size pass it."""
         rel = self._store.resolve(label)
@@ -592,7 +596,7 @@ def _swap_in(tmp: str, target: str, parent: str, name: str) -> None:
 
 
 def read_file(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
-              check: Check | None = None) -> bytearray:
+              check: Check | None = None) -> bytearray | memoryview:
     """The bytes of one file (a lone .dat), refusing files larger than `max_bytes` or refused by `check` (run on
     the first bytes and the size before the rest is read)."""
     target = os.fspath(path)
