@@ -340,7 +340,7 @@ def test_an_interrupted_save_leaves_the_previous_files(tmp_path: Path, monkeypat
         calls.append(fd)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
-    monkeypatch.setattr(container.os, "fsync", failing_fsync)
+    monkeypatch.setattr(os, "fsync", failing_fsync)
     with pytest.raises(OSError, match="No space"):
         nnef_torch.save(torch.nn.Linear(3, 2), tmp_path / "model.json", (torch.randn(2, 3),))
     assert _files(tmp_path) == before

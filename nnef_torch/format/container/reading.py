@@ -1,24 +1,16 @@
-"""NNEF containers (spec 5.1): a model folder, a graph.nnef file, or a .tar/.tgz archive.
-
-This is the one module of the package that touches the filesystem. Reading is lazy: tensor files are read
-when asked for. Archives are untrusted: they are never extracted to disk, unsafe members are refused and
-sizes are bounded before anything is read. Writing is atomic: a temporary sibling is renamed over the target.
-"""
+"""Reading NNEF containers: model folders, graph.nnef files and tar archives, checked and bounded before anything
+is read; tensor files are read on demand."""
 from __future__ import annotations
 
-import contextlib
 import gzip
 import io
 import os
 import re
-import secrets
-import shutil
 import stat
 import tarfile
 import threading
-import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -404,196 +396,6 @@ def open_model(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
         raise
 
 
-def _as_buffer(data: object, label: str) -> memoryview:
-    try:
-        return memoryview(data).cast("B")  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"tensor {label!r}: expected bytes, found {type(data).__name__}") from None
-
-
-def _iter_files(graph_text: str, quant_text: str | None,
-                tensors: Iterable[tuple[str, object]],
-                documents: Mapping[str, str] | None = None) -> Iterable[tuple[str, memoryview]]:
-    """(relative path, bytes) of every file, validating labels and calling tensor callables one at a time."""
-    yield GRAPH_FILE, memoryview(graph_text.encode("utf-8"))
-    if quant_text is not None:
-        yield QUANT_FILE, memoryview(quant_text.encode("utf-8"))
-    for name, text in (documents or {}).items():
-        if not _is_document(name) or name.startswith(".") or "\\" in name:
-            raise NNEFContainerError(f"document name {name!r} is not a plain file name ending in .nnef or .quant "
-                                     f"(other than {GRAPH_FILE} and {QUANT_FILE})", Location(file=name))
-        yield name, memoryview(text.encode("utf-8"))
-    files: dict[str, str] = {}  # lower-case path -> label (labels compare case-insensitively)
-    folders: set[str] = set()
-    for label, value in tensors.items() if isinstance(tensors, Mapping) else tensors:
-        rel = label_to_relpath(label)
-        parts = rel.lower().split("/")
-        above = ["/".join(parts[:i]) for i in range(1, len(parts))]
-        clash = files.get(rel.lower()) or next((files[f] for f in above if f in files), None)
-        if clash is not None or rel.lower() in folders:
-            other = f"label {clash!r}" if clash is not None else "the folder of another label"
-            raise NNEFContainerError(f"tensor label {label!r} clashes with {other} (labels compare "
-                                     f"case-insensitively)", Location(file=label))
-        files[rel.lower()] = label
-        folders.update(above)
-        yield rel, _as_buffer(value() if callable(value) else value, label)
-
-
-def _fsync_dir(path: str) -> None:
-    with contextlib.suppress(OSError):  # e.g. Windows, where folders cannot be opened
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _write_folder(tmp: str, files: Iterable[tuple[str, memoryview]], target: str) -> None:
-    written = []
-    for rel, data in files:
-        dest = os.path.join(tmp, *rel.split("/"))
-        try:
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            with open(dest, "xb") as f:
-                f.write(data)
-        except OSError as e:
-            raise NNEFContainerError(f"cannot write {rel}: {e.strerror or e}",
-                                     Location(file=os.path.join(target, rel))) from None
-        written.append((rel, dest))
-    _fsync_files(written, target)
-    for dirpath, _dirs, _files in os.walk(tmp):
-        _fsync_dir(dirpath)
-
-
-def _fsync_files(written: list[tuple[str, str]], target: str) -> None:
-    """Flush every written file to disk, several at a time (one after another, each waits for its own journal
-    commit; together, the file system commits them in a few)."""
-    def flush(item: tuple[str, str]) -> None:
-        rel, path = item
-        try:
-            fd = os.open(path, os.O_RDWR)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as e:
-            raise NNEFContainerError(f"cannot write {rel}: {e.strerror or e}",
-                                     Location(file=os.path.join(target, rel))) from None
-    if len(written) < 4:
-        for item in written:
-            flush(item)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=min(16, len(written)), thread_name_prefix="nnef-fsync") as pool:
-        for _ in pool.map(flush, written):
-            pass
-
-
-class _ViewReader:
-    """A file-like reader over a memoryview, so tarfile streams a tensor without copying it whole."""
-
-    def __init__(self, view: memoryview):
-        self.view, self.pos = view, 0
-
-    def read(self, n: int = -1) -> bytes:
-        end = self.view.nbytes if n is None or n < 0 else min(self.pos + n, self.view.nbytes)
-        chunk, self.pos = self.view[self.pos:end].tobytes(), end
-        return chunk
-
-
-def _write_tar(tmp: str, files: Iterable[tuple[str, memoryview]], compress: bool) -> None:
-    now = int(time.time())
-    with open(tmp, "wb") as raw:
-        stream = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=now) if compress else raw
-        try:
-            with tarfile.open(fileobj=stream, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                for rel, data in files:
-                    info = tarfile.TarInfo(rel)
-                    info.size, info.mtime, info.mode = data.nbytes, now, 0o644
-                    tar.addfile(info, _ViewReader(data))
-        finally:
-            if compress:
-                stream.close()
-        raw.flush()
-        os.fsync(raw.fileno())
-
-
-def _remove(path: str) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-
-
-def write_model(path: str | os.PathLike, graph_text: str,
-                tensors: Iterable[tuple[str, bytes | Callable[[], bytes]]], quant_text: str | None = None, *,
-                compress: bool | None = None, documents: Mapping[str, str] | None = None) -> None:
-    """Write a model container atomically: a folder, or a tar archive (gzip with compress=True or a
-    .tgz/.tar.gz target; plain tar for a .tar target).
-
-    Tensors are (label, bytes) or (label, callable returning bytes) pairs, consumed one at a time. Everything
-    is written to a temporary sibling that replaces the target only once complete; an existing target folder
-    must be a model folder (it holds graph.nnef) or empty. On any error the previous target is left intact.
-    `documents` are more NNEF documents by file name (`train.nnef`), written beside graph.nnef.
-    """
-    target = os.path.abspath(os.fspath(path))
-    lower = target.lower()
-    gz_name = lower.endswith((".tgz", ".tar.gz"))
-    if compress is False and gz_name:
-        raise ValueError(f"compress=False contradicts the gzip file name {target}")
-    archive = bool(compress) or gz_name or lower.endswith(".tar")
-    gz = bool(compress) or gz_name
-    parent, name = os.path.split(target)
-    where = Location(file=target)
-    if not name:
-        raise NNEFContainerError("cannot write a model over a filesystem root", where)
-    if not os.path.isdir(parent):
-        raise NNEFContainerError(f"parent folder {parent} does not exist", where)
-    if os.path.isdir(target):
-        if archive:
-            raise NNEFContainerError("an archive cannot replace an existing folder", where)
-        if os.listdir(target) and not os.path.exists(os.path.join(target, GRAPH_FILE)):
-            raise NNEFContainerError(f"existing folder is not empty and has no {GRAPH_FILE}; refusing to "
-                                     f"replace it", where)
-    elif os.path.lexists(target) and not archive:
-        raise NNEFContainerError("a model folder cannot replace an existing file", where)
-
-    if not isinstance(graph_text, str) or not isinstance(quant_text, (str, type(None))):
-        raise TypeError("graph_text must be a str and quant_text a str or None")
-    files = _iter_files(graph_text, quant_text, tensors, documents)
-    tmp = os.path.join(parent, f".{name}.tmp-{secrets.token_hex(6)}")
-    if archive:  # created here, not by tempfile, so that the umask applies as for any new file
-        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-    else:
-        os.mkdir(tmp)
-    try:
-        if archive:
-            _write_tar(tmp, files, gz)
-            os.replace(tmp, target)
-        else:
-            _write_folder(tmp, files, target)
-            _swap_in(tmp, target, parent, name)
-    except BaseException:
-        _remove(tmp)
-        raise
-    _fsync_dir(parent)
-
-
-def _swap_in(tmp: str, target: str, parent: str, name: str) -> None:
-    """Rename the finished folder `tmp` to `target`, moving an existing target aside first."""
-    if not os.path.lexists(target):
-        os.rename(tmp, target)
-        return
-    old = os.path.join(parent, f".{name}.old-{secrets.token_hex(6)}")
-    os.rename(target, old)
-    try:
-        os.rename(tmp, target)
-    except BaseException:
-        os.rename(old, target)
-        raise
-    _remove(old)
-
 
 def read_file(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
               check: Check | None = None) -> bytearray | memoryview:
@@ -612,30 +414,3 @@ def read_file(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
             return data
     except OSError as error:
         raise NNEFContainerError(f"cannot read file: {error.strerror or error}", Location(file=target)) from None
-
-
-def write_file(path: str | os.PathLike, data: bytes) -> None:
-    """Write one file atomically: a temporary sibling renamed over the target once complete."""
-    write_files([(path, data)])
-
-
-def write_files(files: Sequence[tuple[str | os.PathLike, bytes]]) -> None:
-    """Write files that belong together (a graph and its weights): each goes to a temporary sibling first, and the
-    targets are replaced only once every one is complete, so a failure leaves them all as they were."""
-    pending: list[tuple[str, str]] = []
-    try:
-        for path, data in files:
-            target = os.path.abspath(os.fspath(path))
-            parent, name = os.path.split(target)
-            tmp = os.path.join(parent, f".{name}.tmp-{secrets.token_hex(6)}")
-            pending.append((tmp, target))
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-        for tmp, target in pending:
-            os.replace(tmp, target)
-    except BaseException:
-        for tmp, _ in pending:
-            _remove(tmp)
-        raise
