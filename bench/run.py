@@ -12,6 +12,7 @@ twin, which computes the same function from the same weights. Per model:
 |            |                         |                                   | nnef().load(folder).into_runnable()  |
 | load cold  | the same, each in a new process, its import included (bench/load_stages.py)                       |
 | forward b1 | the loaded module       | the twin                          | NNEFModule(x)[0]; tract run([x])     |
+| forward b8 | the same at batch 8     | the twin                          | NNEFModule(x)[0]                     |
 | train step | loaded module, SGD, b8  | the twin, the same step           | (none: the anchors do not train)     |
 | export     | nnef_torch.save(twin)   | torch.export.export + .save(.pt2) | torch_to_nnef (KhronosNNEF target);  |
 |            |                         |                                   | torch.onnx (opset 14) + nnef_tools   |
@@ -75,12 +76,15 @@ class Settings:
     min_sample: float  # seconds a forward/train sample lasts at least (fast calls repeat inside it)
     budget: float  # seconds per forward measurement in which fast calls get extra rounds
     cold_rounds: int = 3  # rounds of cold loads (a new process each: bench/load_stages.py)
+    scaling_sizes: tuple[int, ...] = ()  # graph sizes of the load-scaling note (bench/bench_load_scaling.py)
 
 
 SETTINGS = {
     "smoke": Settings(reps=1, train_reps=1, load_reps=1, export_reps=1, min_sample=0.0, budget=0.0, cold_rounds=1),
-    "quick": Settings(reps=7, train_reps=5, load_reps=7, export_reps=3, min_sample=0.02, budget=0.5, cold_rounds=3),
-    "full": Settings(reps=11, train_reps=7, load_reps=7, export_reps=3, min_sample=0.05, budget=2.0, cold_rounds=5),
+    "quick": Settings(reps=7, train_reps=5, load_reps=7, export_reps=3, min_sample=0.02, budget=0.5, cold_rounds=3,
+                      scaling_sizes=(1000, 4000)),
+    "full": Settings(reps=11, train_reps=7, load_reps=7, export_reps=3, min_sample=0.05, budget=2.0, cold_rounds=5,
+                     scaling_sizes=(2500, 5000, 10000, 20000)),
 }
 
 
@@ -155,7 +159,35 @@ def bench_load_forward(name: str, folder: str, twin: Any, x1: Any, s: Settings, 
         from bench_import import interleaved
         forward_row.seconds = interleaved(forwards, s.reps, s.min_sample, budget=s.budget)
     say(f"[{name}] load and forward b1 measured")
-    return [load_row, forward_row]
+    return [load_row, forward_row, bench_forward_b8(name, folder, twin, loaded, x1, s)]
+
+
+def bench_forward_b8(name: str, folder: str, twin: Any, loaded: dict[str, Any], x1: Any, s: Settings) -> Row:
+    """Forward at batch 8: ours (loaded again at batch 8 where its graph fixes batch 1), the twin, the Khronos
+    interpreter (tract's model is built for batch 1 as declared)."""
+    import torch
+    from bench_import import interleaved
+    row = Row(name, "forward b8")
+    x8 = torch.randn((8,) + tuple(x1.shape[1:]), generator=torch.Generator().manual_seed(8))
+    forwards = {"native": lambda: twin(x8)}
+    with torch.no_grad():
+        expected = twin(x8)
+        for runtime in ("ours", "khronos"):
+            if runtime not in loaded:
+                continue
+            handle = at_batch(folder, loaded[runtime], x8) if runtime == "ours" else loaded[runtime]
+            forward = RUNTIMES[runtime].forward
+            try:
+                difference = relative_difference(forward(handle, x8), expected)
+            except Exception as error:  # noqa: BLE001
+                row.failures[runtime] = failure(error)
+                continue
+            if difference > AGREE:
+                row.flagged[runtime] = f"its output differs from the twin's by {difference:.1e} (relative)"
+            forwards[runtime] = lambda handle=handle, forward=forward: forward(handle, x8)
+        row.seconds = interleaved(forwards, s.reps, s.min_sample, budget=s.budget)
+    say(f"[{name}] forward b8 measured")
+    return row
 
 
 def bench_cold_load(name: str, folder: str, s: Settings, notes: list[str]) -> Row:
@@ -251,6 +283,18 @@ def bench_model(name: str, s: Settings, work: str, notes: list[str]) -> list[Row
     return rows
 
 
+def load_scaling(sizes: tuple[int, ...]) -> str:
+    """Our load rate (operations per second) on generated graphs up to 20,000 operations (bench_load_scaling.py)."""
+    import bench_load_scaling
+    rows = bench_load_scaling.measure(list(sizes), repeat=2)
+    rates = ", ".join(f"{count} ops {count / ours:,.0f} ops/s" + (f" (Khronos {count / theirs:,.0f})" if theirs else "")
+                      for count, ours, theirs in rows)
+    (small, t_small, _), (large, t_large, _) = rows[0], rows[-1]
+    say("[scaling] load rate measured")
+    return (f"load scaling (generated CNN-like graphs): {rates}; time per operation at {large} / at {small} "
+            f"operations: {(t_large / large) / (t_small / small):.2f} (1.00 = linear)")
+
+
 def default_out(mode: str) -> str:
     suffix = "" if mode == "full" else f"-{mode}"
     return os.path.join(HERE, "results", f"{time.strftime('%Y-%m-%d')}{suffix}.md")
@@ -304,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as error:  # noqa: BLE001 - report and go on with the other models
                 run.notes.append(f"{name}: benchmark FAILED: {failure(error)}")
                 say(f"[{name}] FAILED: {failure(error)}")
+        if s.scaling_sizes:
+            run.notes.append(load_scaling(s.scaling_sizes))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     run.finished, run.load_end = report.now(), report.load_average()

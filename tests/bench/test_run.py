@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-METRICS = ("load", "forward b1", "train step", "export")
+METRICS = ("load", "forward b1", "forward b8", "train step", "export")
 # table column -> (packages it needs, metrics it runs)
 ANCHORS = {
-    "khronos": (("nnef_tools",), ("load", "forward b1", "load cold")),
+    "khronos": (("nnef_tools",), ("load", "forward b1", "forward b8", "load cold")),
     "tract": (("tract",), ("load", "forward b1", "load cold")),
     "t2n": (("torch_to_nnef",), ("export",)),
     "onnx+nt": (("onnx", "nnef_tools"), ("export",)),
