@@ -67,8 +67,8 @@ def measure(sizes: list[int], repeat: int) -> list[tuple[int, float, float | Non
         for size in sizes:
             folder = os.path.join(work, str(size))
             count = write_folder(folder, size)
-            ours = best_of(repeat, lambda: nnef_torch.load(folder))
-            theirs = best_of(repeat, lambda: NNEFModule(model=folder)) if NNEFModule else None
+            ours = best_of(repeat, lambda folder=folder: nnef_torch.load(folder))
+            theirs = best_of(repeat, lambda folder=folder: NNEFModule(model=folder)) if NNEFModule else None
             rows.append((count, ours, theirs))
     return rows
 

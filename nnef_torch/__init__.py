@@ -8,6 +8,7 @@ from nnef_torch.errors import (
     ForeignFormatError,
     Location,
     NNEFContainerError,
+    NNEFDeviationWarning,
     NNEFError,
     NNEFOptionError,
     NNEFQuantizationError,
@@ -28,10 +29,10 @@ if TYPE_CHECKING:  # what `__getattr__` imports on first use, visible to type ch
     from nnef_torch.importer.module import NNEFModule
     from nnef_torch.saving import save
 
-__all__ = ["ExportError", "ForeignFormatError", "Location", "Model", "NNEFContainerError", "NNEFError", "NNEFModule",
-           "NNEFOptionError", "NNEFQuantizationError", "NNEFSemanticError", "NNEFShapeError", "NNEFSyntaxError",
-           "NNEFTensorFileError", "NNEFTypeError", "NNEFUnsupportedError", "export", "load", "read_graph", "read_model",
-           "read_tensor", "save", "write_tensor"]
+__all__ = ["ExportError", "ForeignFormatError", "Location", "Model", "NNEFContainerError", "NNEFDeviationWarning",
+           "NNEFError", "NNEFModule", "NNEFOptionError", "NNEFQuantizationError", "NNEFSemanticError", "NNEFShapeError",
+           "NNEFSyntaxError", "NNEFTensorFileError", "NNEFTypeError", "NNEFUnsupportedError", "export", "load",
+           "read_graph", "read_model", "read_tensor", "save", "write_tensor"]
 
 __version__ = "0.1.0"
 

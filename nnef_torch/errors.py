@@ -98,6 +98,15 @@ class NNEFUnsupportedError(NNEFError, NotImplementedError):
     """Valid NNEF that this implementation cannot handle (e.g. custom ops without an implementation)."""
 
 
+class NNEFDeviationWarning(UserWarning):
+    """A file deviates from the spec in a way real producers do, and was read leniently (`lenient=True`); the
+    message names the file, line and column, and the rule bent (`rule`, one of `nnef_torch.ir.deviations.RULES`)."""
+
+    def __init__(self, message: str, location: Location | None = None, rule: str | None = None):
+        super().__init__(f"{location}: warning: {message} [{rule}]" if location else f"warning: {message} [{rule}]")
+        self.message, self.location, self.rule = message, location, rule
+
+
 class ExportError(NNEFError, ValueError):
     """A torch module cannot be written as NNEF; `problems` lists every operation that stops it, with the source
     line of the user's code that produced it."""

@@ -18,7 +18,7 @@ from nnef_torch.format.parser import parse_document
 from nnef_torch.format.quant_file import QuantSpec, read_quantization
 from nnef_torch.format.tensor_file import TensorData
 from nnef_torch.ir.graph import Graph, Variable
-from nnef_torch.ir.lower import Atomic, lower
+from nnef_torch.ir.lower import Atomic, Constants, lower
 from nnef_torch.stdlib import standard_fragments
 
 _KINDS = {"scalar": ("float", "quantized"), "integer": ("integer",), "logical": ("logical",)}
@@ -40,13 +40,16 @@ class ModelData:
 def read_graph(text: str, *, file: str = "graph.nnef", quant_text: str | None = None, quant_file: str = "graph.quant",
                atomic: Atomic = None, custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
                input_shapes: Mapping[str, Any] | None = None, batch_size: int | None = None,
-               batch_axes: Mapping[str, int | None] | None = None) -> Graph:
+               batch_axes: Mapping[str, int | None] | None = None, lenient: bool = True,
+               constants: Constants = None) -> Graph:
     """Parse, check and flatten graph text (with optional graph.quant text) into an IR graph. input_shapes: new
     shapes of graph inputs, by name; batch_size: the extent of the batch axis (axis 0, or as `batch_axes` says
-    by input name) of every other input."""
+    by input name) of every other input. lenient: read the deviations from the spec that real producers write
+    (README, "Deviations read") with an `NNEFDeviationWarning` each; False: each is an `NNEFError`. constants:
+    the data of a variable, by `Variable` (for a constant tensor passed as an attribute)."""
     doc = parse_document(text, file)
     graph = lower(doc, atomic=atomic, custom_shapes=custom_shapes, input_shapes=input_shapes, text=text,
-                  batch_size=batch_size, batch_axes=batch_axes)
+                  batch_size=batch_size, batch_axes=batch_axes, lenient=lenient, constants=constants)
     if quant_text is None:
         return graph
     fragments = dict(standard_fragments())
@@ -71,23 +74,28 @@ def read_model(path: str | os.PathLike, *, load_tensors: bool = True, atomic: At
                input_shapes: Mapping[str, Any] | None = None, format: str | None = None,
                params: Any = None, inputs: Sequence[str] | None = None,
                outputs: Sequence[str] | None = None, batch_size: int | None = None,
-               batch_axes: Mapping[str, int | None] | None = None) -> ModelData:
+               batch_axes: Mapping[str, int | None] | None = None, lenient: bool = True) -> ModelData:
     """Open a model (an NNEF folder, graph.nnef path or archive, or a file of another format with its `params`
     and, for LightNet, the tensors that are its `inputs` and `outputs`) and check everything in it (spec
     chapter 6). batch_size: re-declare the batch axis of every input not in `input_shapes` (axis 0, or as
-    `batch_axes` says by input name); NNEF models only."""
+    `batch_axes` says by input name); NNEF models only. lenient: as `read_graph`'s."""
     with open_source(path, format=format, params=params, input_shapes=input_shapes, inputs=inputs,
                      outputs=outputs) as source:
         check_batch_format(source.format, batch_size, batch_axes)
         graph = read_graph(source.graph_text, file=source.graph_file, quant_text=source.quant_text,
                            quant_file=source.quant_file, atomic=atomic, custom_shapes=custom_shapes,
                            input_shapes=input_shapes if source.format == "nnef" else None, batch_size=batch_size,
-                           batch_axes=batch_axes)
+                           batch_axes=batch_axes, lenient=lenient, constants=constant_reader(source))
         tensors: dict[str, TensorData] = {}
         if load_tensors:
             for key, variables in graph.shared_variables().items():
                 tensors[key] = source.read_variable(variables[0])
         return ModelData(str(path), graph, tensors, source.format)
+
+
+def constant_reader(source: ModelSource) -> Callable[[Variable], Any]:
+    """The data of a variable of `source` as an array (for a constant tensor passed as an attribute)."""
+    return lambda variable: source.read_variable(variable).array
 
 
 def check_batch_format(format: str, batch_size: int | None, batch_axes: Mapping[str, Any] | None) -> None:
@@ -181,5 +189,6 @@ def member_path(source: str, name: str) -> str:
     return f"{source}:{name}"
 
 
-__all__ = ["ModelData", "ModelSource", "NNEFError", "attach_quantization", "check_batch_format", "member_path",
+__all__ = ["ModelData", "ModelSource", "NNEFError", "attach_quantization", "check_batch_format", "constant_reader",
+           "member_path",
            "open_source", "read_graph", "read_model", "read_variable"]

@@ -16,7 +16,7 @@ FORMATS = ("nnef", "lightnet")
 
 def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any = None, *,
          quantization: Any = None, compress: bool | None = None, progress: bool | None = None,
-         format: str | None = None, weights: str | None = None,
+         format: str | None = None, weights: str | None = None, dialect: str | None = None,
          dynamic_batch: bool | int | Sequence[int | None] = False) -> None:
     """Write `module` to `path`, atomically.
 
@@ -36,6 +36,9 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
     dynamic_batch (NNEF, traced modules): write the graph with a variable batch size, declared only by its
     `external`s (see `nnef_torch.export`); such a model loads at any batch size with `nnef_torch.load(path,
     batch_size=N)`.
+
+    dialect (NNEF, imported modules): 'tract_core' writes a module read from a tract_core document in tract's
+    form; by default such a module is written as standard NNEF (README, "Dialects read").
     """
     from nnef_torch.exporter.trace import unwrap
     format = save_format(path, format)
@@ -48,6 +51,9 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
         raise NNEFOptionError("dynamic_batch= applies when exporting a torch module; an imported module saves the "
                               "graph text it was loaded from: load it with batch_size= to run another batch size, "
                               "or export the original torch module with dynamic_batch=")
+    if dialect is not None and (format != "nnef" or not isinstance(module, NNEFModule)):
+        raise NNEFOptionError(f"dialect={dialect!r} applies when saving, as NNEF, a module read from a document "
+                              "of that dialect (nnef_torch.load of a tract_core document)")
     if format == "lightnet":
         if compress is not None:
             raise ValueError("compress= applies to NNEF archives; a LightNet model is a JSON file and a .wts file")
@@ -64,7 +70,7 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
         if quantization is not None:
             raise NNEFUnsupportedError("quantization= applies when exporting a torch module; an imported module "
                                        "saves the graph.quant it was loaded with")
-        module.save(path, compress=compress, progress=progress)
+        module.save(path, compress=compress, progress=progress, dialect=dialect)
         return
     _need_inputs(module, example_inputs)
     from nnef_torch.exporter.export import export

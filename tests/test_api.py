@@ -26,28 +26,30 @@ def test_signatures():
                                             " -> 'None'")
     assert list(inspect.signature(nnef_torch.read_model).parameters) == [
         "path", "load_tensors", "atomic", "custom_shapes", "input_shapes", "format", "params", "inputs", "outputs",
-        "batch_size", "batch_axes"]
+        "batch_size", "batch_axes", "lenient"]
     assert list(inspect.signature(nnef_torch.read_graph).parameters) == [
         "text", "file", "quant_text", "quant_file", "atomic", "custom_shapes", "input_shapes", "batch_size",
-        "batch_axes"]
+        "batch_axes", "lenient", "constants"]
+    assert inspect.signature(nnef_torch.read_model).parameters["lenient"].default is True
+    assert inspect.signature(nnef_torch.read_graph).parameters["lenient"].default is True
 
 
 def test_torch_side_signatures():
     import inspect
     params = inspect.signature(nnef_torch.load).parameters
     assert list(params) == ["path", "params", "format", "device", "dtype", "input_shapes", "custom_ops", "progress",
-                            "inputs", "outputs", "batch_size", "batch_axes", "fuse"]
-    assert params["fuse"].default is True
+                            "inputs", "outputs", "batch_size", "batch_axes", "fuse", "lenient"]
+    assert params["fuse"].default is True and params["lenient"].default is True
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in list(params)[1:])
     assert all(params[name].default is None for name in ("inputs", "outputs", "batch_size", "batch_axes"))
     params = inspect.signature(nnef_torch.save).parameters
     assert list(params) == ["module", "path", "example_inputs", "quantization", "compress", "progress", "format",
-                            "weights", "dynamic_batch"]
+                            "weights", "dialect", "dynamic_batch"]
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY and params[name].default is None
                for name in list(params)[3:-1])
     assert params["dynamic_batch"].kind is inspect.Parameter.KEYWORD_ONLY and params["dynamic_batch"].default is False
     assert list(inspect.signature(nnef_torch.NNEFModule.save).parameters) == [
-        "self", "path", "compress", "progress", "format", "weights"]
+        "self", "path", "compress", "progress", "format", "weights", "dialect"]
     assert issubclass(nnef_torch.NNEFModule, __import__("torch").fx.GraphModule)
 
 

@@ -5,6 +5,7 @@ from fragment_libraries import library_fragments
 
 import nnef_torch.ops.shapes  # noqa: F401
 from nnef_torch.format.printer import print_fragment
+from nnef_torch.ir.deviations import LENIENT_OPS
 from nnef_torch.ops.registry import shape_rules
 from nnef_torch.stdlib import standard_fragments
 
@@ -29,7 +30,7 @@ def test_the_stdlib_declares_exactly_the_119_operations_of_nnef_1_0_5():
 def test_every_standard_operation_has_a_shape_rule():
     # beyond the standard ops, only fragments of the package's own libraries (front ends), tested with them
     assert set(SPEC_1_0_5) <= set(shape_rules())
-    assert set(shape_rules()) - set(SPEC_1_0_5) <= library_fragments()
+    assert set(shape_rules()) - set(SPEC_1_0_5) <= library_fragments() | LENIENT_OPS  # and what real producers write
 
 
 def test_later_signatures():

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 from collections import Counter
 
 from nnef_torch.cli.common import (
@@ -13,6 +15,7 @@ from nnef_torch.cli.common import (
     source_options,
     volume,
 )
+from nnef_torch.errors import NNEFDeviationWarning
 from nnef_torch.reader import ModelData, read_model
 
 
@@ -62,9 +65,9 @@ def summary(model: ModelData) -> str:
             f"{len(graph.quantization)} quantized tensors")
 
 
-def _read(args: argparse.Namespace) -> ModelData:
+def _read(args: argparse.Namespace, lenient: bool = True) -> ModelData:
     return read_model(args.path, input_shapes=input_shapes(args.input_shape), batch_size=args.batch_size,
-                      **source_options(args))
+                      lenient=lenient, **source_options(args))
 
 
 def add_batch_size(parser: argparse.ArgumentParser) -> None:
@@ -85,14 +88,27 @@ def positive(text: str) -> int:
 
 
 def validate(args: argparse.Namespace) -> int:
-    model = _read(args)
+    """Strict by default: a deviation from the spec is an error; --lenient reports each as a warning."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NNEFDeviationWarning)
+        model = _read(args, lenient=args.lenient)
+    deviations = [w.message for w in caught if isinstance(w.message, NNEFDeviationWarning)]
+    for warning in deviations:
+        print(warning, file=sys.stderr)
+    for w in caught:  # other warnings as Python shows them
+        if not isinstance(w.message, NNEFDeviationWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     what = "valid NNEF" if model.format == "nnef" else f"valid {model.format} model, converted to valid NNEF"
+    if deviations:
+        what += f" read leniently, {len(deviations)} deviation{'s' if len(deviations) > 1 else ''} from the spec"
     print(f"{args.path}: {what} ({summary(model)})")
     return 0
 
 
 def info(args: argparse.Namespace) -> int:
-    print(describe(_read(args)))
+    with warnings.catch_warnings():  # a description, not a check: what real producers write is read
+        warnings.simplefilter("ignore", NNEFDeviationWarning)
+        print(describe(_read(args)))
     return 0
 
 
@@ -110,4 +126,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         add_input_shape(command)
         add_batch_size(command)
         add_source_options(command)
+        if name == "validate":
+            command.add_argument("--lenient", action="store_true",
+                                 help="read the deviations from the spec that real producers write (README, "
+                                      "'Deviations read') and report each as a warning, not an error")
         command.set_defaults(handler=handler)

@@ -295,7 +295,7 @@ class _Parser:
                 generic_default = self.type_name(allow_generic=False)
             self.expect(">")
         self.expect("(")
-        params = [self.param()]
+        params = [] if self.at(")") else [self.param()]  # tract's `tract_core_properties()` has no parameter
         while self.accept(","):
             params.append(self.param())
         self.expect(")")

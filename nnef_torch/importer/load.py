@@ -25,7 +25,7 @@ from nnef_torch.importer.build import (
 from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
 from nnef_torch.importer.weights import Storage, declared_dtype, to_tensor
 from nnef_torch.ir.graph import Graph
-from nnef_torch.reader import ModelSource, check_batch_format, open_source, read_graph
+from nnef_torch.reader import ModelSource, check_batch_format, constant_reader, open_source, read_graph
 
 PROGRESS_BYTES = 64 << 20  # show a progress bar on a terminal from this many bytes of variables
 
@@ -36,7 +36,8 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
          input_shapes: Mapping[str, Any] | None = None,
          custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None,
          inputs: Sequence[str] | None = None, outputs: Sequence[str] | None = None, batch_size: int | None = None,
-         batch_axes: Mapping[str, int | None] | None = None, fuse: bool | Collection[str] = True) -> NNEFModule:
+         batch_axes: Mapping[str, int | None] | None = None, fuse: bool | Collection[str] = True,
+         lenient: bool = True) -> NNEFModule:
     """Import a model as a torch module: an NNEF model (a folder, a graph.nnef file, or a .tar/.tgz/.tar.gz
     archive), or a model of another format that a front end reads (NNVM graph JSON, an MXNet `-symbol.json`,
     LightNet's JSON IR).
@@ -54,7 +55,8 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
     operations by name, called with the NNEF signature; they replace fragments defined in the document too.
     progress: show a tqdm bar while reading tensors (default: on a terminal, for large models). fuse: replace chains
     of operations by one faster operation computing the same: all passes of `nnef_torch.importer.fuse.PASSES`
-    (layer norm, GELU), or those named.
+    (layer norm, GELU), or those named. lenient: read the deviations from the spec that real producers write
+    (README, "Deviations read"), each with an `NNEFDeviationWarning`; False: each is an `NNEFError`.
 
     The module is returned in eval mode, ready for inference; `.train()` switches the operations that follow the
     training mode (batch statistics and dropout of imported MXNet models) to their training behaviour.
@@ -63,7 +65,8 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
                      outputs=outputs) as files:
         check_batch_format(files.format, batch_size, batch_axes)
         return load_source(files, device=device, dtype=dtype, input_shapes=input_shapes, custom_ops=custom_ops,
-                           progress=progress, batch_size=batch_size, batch_axes=batch_axes, fuse=fuse)
+                           progress=progress, batch_size=batch_size, batch_axes=batch_axes, fuse=fuse,
+                           lenient=lenient)
 
 
 @gc_paused
@@ -71,7 +74,7 @@ def load_source(files: ModelSource, *, device: torch.device | str | int | None =
                 dtype: torch.dtype | None = None, input_shapes: Mapping[str, Any] | None = None,
                 custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None,
                 batch_size: int | None = None, batch_axes: Mapping[str, int | None] | None = None,
-                fuse: bool | Collection[str] = True) -> NNEFModule:
+                fuse: bool | Collection[str] = True, lenient: bool = True) -> NNEFModule:
     """The module of an opened model source (a file's, or one made in memory, as graph_def's networks are); the
     options are `load`'s."""
     if dtype is not None and not dtype.is_floating_point:
@@ -82,7 +85,8 @@ def load_source(files: ModelSource, *, device: torch.device | str | int | None =
     graph = read_graph(files.graph_text, file=files.graph_file, quant_text=files.quant_text,
                        quant_file=files.quant_file, atomic=lambda name: find(name) is not None,
                        custom_shapes=custom_shapes, input_shapes=input_shapes if files.format == "nnef" else None,
-                       batch_size=batch_size, batch_axes=batch_axes)
+                       batch_size=batch_size, batch_axes=batch_axes, lenient=lenient,
+                       constants=constant_reader(files))
     graph = fusion.fuse(graph, fuse, replaced=set(custom_ops or ()))
     check_supported(graph, find)
     slots = plan_slots(graph, files.state | module_state(graph, set(custom_ops or ())))

@@ -72,16 +72,17 @@ class NNEFModule(fx.GraphModule):
         return self
 
     def save(self, path: str | os.PathLike, *, compress: bool | None = None, progress: bool | None = None,
-             format: str | None = None, weights: str | None = None) -> None:
+             format: str | None = None, weights: str | None = None, dialect: str | None = None) -> None:
         """Write the same graph (and graph.quant) with the current values of the variables. format: 'nnef' or
         'lightnet' (by default 'lightnet' for a .json path); weights: for LightNet, 'file' (a .wts file beside the
-        JSON, the default) or 'inline' (see `nnef_torch.save`)."""
+        JSON, the default) or 'inline' (see `nnef_torch.save`). dialect: 'tract_core' keeps a module read from a
+        tract_core document in tract's form (README, "Dialects read"); by default it is written as standard NNEF."""
         from nnef_torch.saving import save, save_format
         if save_format(path, format) == "lightnet" or weights is not None:
-            save(self, path, compress=compress, progress=progress, format=format, weights=weights)
+            save(self, path, compress=compress, progress=progress, format=format, weights=weights, dialect=dialect)
             return
         from nnef_torch.importer.save import save_imported
-        save_imported(self, path, compress=compress, progress=progress)
+        save_imported(self, path, compress=compress, progress=progress, dialect=dialect)
 
     def materialize(self, device: torch.device | str | int | None = None, *,
                     progress: bool | None = None) -> NNEFModule:

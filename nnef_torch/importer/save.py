@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from nnef_torch.errors import NNEFError
+from nnef_torch.errors import NNEFError, NNEFOptionError
 from nnef_torch.format import container
 from nnef_torch.format.quant_file import QuantSpec, print_quantization
 from nnef_torch.importer.module import NNEFModule, tensor_at
@@ -17,12 +17,19 @@ from nnef_torch.importer.weights import Storage, encode
 
 
 def save_imported(module: NNEFModule, path: str | os.PathLike, *, compress: bool | None = None,
-                  progress: bool | None = None) -> None:
+                  progress: bool | None = None, dialect: str | None = None) -> None:
     info = module.nnef
     for slot in info.slots.values():
         if tensor_at(module, slot.path).is_meta:
             raise NNEFError(f"variable '{slot.label}' has no data (the module was loaded on the meta device); "
                             "call .materialize() before saving")
+    from nnef_torch.dialects.tract_core import is_dialect
+    if is_dialect(info.graph.extensions):  # standard NNEF, or tract's form (nnef_torch.dialects.tract_core.save)
+        from nnef_torch.dialects.tract_core.save import save_tract
+        return save_tract(module, path, dialect=dialect, compress=compress, progress=progress)
+    if dialect is not None:
+        raise NNEFOptionError(f"dialect={dialect!r} applies to a module read from a document of that dialect "
+                              "('extension tract_registry tract_core;'); this one is standard NNEF")
     specs = current_quantization(module)
     quant_text = info.quant_text if specs == info.graph.quantization else print_quantization(specs)
     container.write_model(path, info.graph_text, _tensors(module, specs, progress), quant_text, compress=compress)

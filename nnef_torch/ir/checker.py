@@ -5,12 +5,13 @@ graph never invokes it.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from nnef_torch.errors import Location, NNEFSemanticError, NNEFTypeError
 from nnef_torch.format import ast
 from nnef_torch.ir import types as T
+from nnef_torch.ir.deviations import ERF, STRICT, Deviations, same_statement
 
 FRAGMENT_EXTENSION = "KHR_enable_fragment_definitions"
 OPERATOR_EXTENSION = "KHR_enable_operator_expressions"
@@ -30,8 +31,10 @@ def type_error(message: str, loc: Location | None) -> NNEFTypeError:
     return NNEFTypeError(message, loc)
 
 
-def check_document(doc: ast.Document, fragments: Mapping[str, ast.Fragment]) -> None:
-    """Check `doc` against the declarations in `fragments` (standard library and the document's own)."""
+def check_document(doc: ast.Document, fragments: Mapping[str, ast.Fragment],
+                   deviations: Deviations = STRICT) -> None:
+    """Check `doc` against the declarations in `fragments` (standard library and the document's own); what real
+    producers write against the spec goes to `deviations` (see `nnef_torch.ir.deviations`)."""
     if doc.version.split(".")[0] != "1":
         raise semantic_error(f"unsupported NNEF version {doc.version}; this reader supports 1.x", doc.version_loc)
     if doc.fragments and FRAGMENT_EXTENSION not in doc.extensions:
@@ -40,9 +43,9 @@ def check_document(doc: ast.Document, fragments: Mapping[str, ast.Fragment]) -> 
         check_declaration(fragment)
     for fragment in doc.fragments:
         if fragment.body is not None:
-            _BodyChecker(fragments, fragment).check_fragment()
+            _BodyChecker(fragments, fragment, deviations=deviations).check_fragment()
     if doc.graph is not None:
-        _BodyChecker(fragments, None, OPERATOR_EXTENSION in doc.extensions).check_graph(doc.graph)
+        _BodyChecker(fragments, None, OPERATOR_EXTENSION in doc.extensions, deviations).check_graph(doc.graph)
 
 
 def check_library(fragments: Iterable[ast.Fragment], table: Mapping[str, ast.Fragment]) -> None:
@@ -150,8 +153,9 @@ class _BodyChecker:
     """Types the assignments of one fragment body or of the graph body."""
 
     def __init__(self, fragments: Mapping[str, ast.Fragment], fragment: ast.Fragment | None,
-                 operators: bool = True):
+                 operators: bool = True, deviations: Deviations = STRICT):
         self.fragments, self.fragment, self.operators = fragments, fragment, operators
+        self.deviations = deviations
         self.scope: dict[str, T.AnyType] = {}
         self.generic = fragment.generic if fragment is not None else False
 
@@ -188,7 +192,10 @@ class _BodyChecker:
                 raise semantic_error(f"graph parameter '{name}' is declared twice",
                                      _declared(graph.param_locs, i, graph))
             params.add(name)
+        first: dict[str, ast.Assignment] = {}  # the statement that assigns each identifier
         for assignment in graph.body:
+            if self._repeated(assignment, first):
+                continue
             if not self.operators:
                 self._check_flat(assignment)
             value_type = self.statement_type(assignment)
@@ -206,6 +213,7 @@ class _BodyChecker:
                 elif name in params:
                     raise semantic_error(f"graph parameter '{name}' must be defined by external", loc)
                 self.scope[name] = bound
+                first[name] = assignment
         for i, name in enumerate(graph.params):
             if name not in externals:
                 raise semantic_error(f"graph parameter '{name}' is never defined by external",
@@ -213,6 +221,19 @@ class _BodyChecker:
         for i, name in enumerate(graph.results):
             if name not in self.scope:
                 raise semantic_error(f"graph result '{name}' is never assigned", _declared(graph.result_locs, i, graph))
+
+    def _repeated(self, assignment: ast.Assignment, first: Mapping[str, ast.Assignment]) -> bool:
+        """Whether `assignment` repeats, with an identical right-hand side, an earlier statement assigning the same
+        identifiers (a deviation: it is then skipped, here and when lowering)."""
+        names = _identifiers(assignment.lhs)
+        earlier = first.get(names[0].name) if names else None
+        if earlier is None or not same_statement(earlier.lhs, assignment.lhs) \
+                or not same_statement(earlier.rhs, assignment.rhs):
+            return False  # a different right-hand side stays the error reported below
+        self.deviations.bend("duplicate-assignment", f"'{names[0].name}' is assigned more than once "
+                             f"(identically, as at line {earlier.loc.line})", names[0].loc)
+        self.deviations.duplicates.add(assignment.loc)
+        return True
 
     def statement_type(self, assignment: ast.Assignment) -> T.AnyType:
         try:
@@ -225,9 +246,9 @@ class _BodyChecker:
         offending = [arg.value for arg in rhs.args if not _is_flat(arg.value)] if isinstance(rhs, ast.Invocation) \
             else [rhs]
         if offending:
-            raise semantic_error(f"operator expressions need 'extension {OPERATOR_EXTENSION};' "
-                                 "(the flat syntax allows one invocation of literals and identifiers)",
-                                 _first_non_flat(offending[0]).loc)
+            self.deviations.bend("operator-expressions", f"operator expressions need 'extension "
+                                 f"{OPERATOR_EXTENSION};' (the flat syntax allows one invocation of literals and "
+                                 "identifiers)", _first_non_flat(offending[0]).loc)
 
     def _bind(self, lhs: ast.Expr, value_type: T.AnyType, rhs: ast.Expr):
         """Yield (name, location, type) for each identifier of the left-hand side."""
@@ -390,34 +411,49 @@ class _BodyChecker:
         fragment = self.fragments.get(name)
         if fragment is None:
             raise semantic_error(f"undefined operation '{name}'", loc)
-        bound = bind_arguments(fragment, args, loc)
+        if fragment is ERF:
+            self.deviations.bend("erf", "undefined operation 'erf'", loc)
+        bound = bind_arguments(fragment, args, loc, self.deviations,
+                               lambda arg: isinstance(arg, ast.PrimitiveType) and arg.name != "string")
         value = resolve_generic(fragment, bound, generic, loc, self.generic)
         for param in fragment.params:
             if param.name in bound:
                 arg_type, arg_loc = bound[param.name]
                 expected = T.substitute(param.type, value)
                 if not T.can_cast(arg_type, expected):
-                    raise type_error(f"argument '{param.name}' of '{name}' must be {expected}, found {arg_type}",
-                                     arg_loc)
+                    message = f"argument '{param.name}' of '{name}' must be {expected}, found {arg_type}"
+                    if _tensor_for_attribute(arg_type, expected):
+                        self.deviations.bend("tensor-attribute", message, arg_loc, NNEFTypeError)
+                    elif item_for_array(arg_type, expected):
+                        self.deviations.bend("item-for-array", message, arg_loc, NNEFTypeError)
+                    else:
+                        raise type_error(message, arg_loc)
         results = [T.substitute(result.type, value) for result in fragment.results]
         return results[0] if len(results) == 1 else ast.TupleType(tuple(results))
 
 
 def bind_arguments(fragment: ast.Fragment, args: Sequence[tuple[str | None, Any, Location]],
-                   loc: Location) -> dict:
-    """Map parameter names to (type-or-value, location) for each given argument; check the invocation rules."""
+                   loc: Location, deviations: Deviations = STRICT,
+                   is_literal: Callable[[Any], bool] = lambda arg: False) -> dict:
+    """Map parameter names to (type-or-value, location) for each given argument; check the invocation rules.
+    `is_literal` tells the arguments that a lenient reading may drop when passed beyond the parameters."""
     bound: dict = {}
     params = {param.name: param for param in fragment.params}
     positional = [arg for arg in args if arg[0] is None]
+    named_from = len(positional)
     if len(positional) > len(fragment.params):
-        raise semantic_error(f"'{fragment.name}' takes at most {len(fragment.params)} arguments, "
-                             f"{len(positional)} given", positional[len(fragment.params)][2])
+        message = (f"'{fragment.name}' takes at most {len(fragment.params)} arguments, {len(positional)} given")
+        surplus = positional[len(fragment.params):]
+        if not all(is_literal(value) for _, value, _ in surplus):
+            raise semantic_error(message, surplus[0][2])
+        deviations.bend("surplus-argument", message, surplus[0][2])
+        positional = positional[:len(fragment.params)]
     for param, (_, value, arg_loc) in zip(fragment.params, positional):
         if T.is_attribute(param.type):
-            raise semantic_error(f"attribute '{param.name}' of '{fragment.name}' must be passed by name "
-                                 f"('{param.name} = ...')", arg_loc)
+            deviations.bend("positional-attribute", f"attribute '{param.name}' of '{fragment.name}' must be passed "
+                            f"by name ('{param.name} = ...')", arg_loc)
         bound[param.name] = (value, arg_loc)
-    for name, value, arg_loc in args[len(positional):]:
+    for name, value, arg_loc in args[named_from:]:
         if name is None:
             raise semantic_error("positional arguments must precede named arguments", arg_loc)
         if name not in params:
@@ -429,6 +465,26 @@ def bind_arguments(fragment: ast.Fragment, args: Sequence[tuple[str | None, Any,
         if param.name not in bound and param.default is None:
             raise semantic_error(f"missing argument '{param.name}' of '{fragment.name}'", loc)
     return bound
+
+
+def _tensor_for_attribute(given: T.AnyType, expected: T.AnyType) -> bool:
+    """A tensor given for a primitive attribute (`epsilon = eps` with `eps` a tensor): a deviation whose value is
+    taken when lowering, if the tensor is a constant."""
+    return (isinstance(given, ast.TensorType) and isinstance(expected, ast.PrimitiveType)
+            and expected.name in ("scalar", "integer", "logical")
+            and (given.item is None or given.item.name in ("?", expected.name)))
+
+
+def item_for_array(given: Any, expected: T.AnyType) -> bool:
+    """A single primitive given for an array of primitives (`softmax(x, 1)`): a deviation, a one-item array."""
+    return (isinstance(expected, ast.ArrayType) and isinstance(expected.item, ast.PrimitiveType)
+            and isinstance(given, ast.PrimitiveType) and T.can_cast(given, expected.item))
+
+
+def _identifiers(lhs: ast.Expr) -> list[ast.Identifier]:
+    if isinstance(lhs, ast.Identifier):
+        return [lhs]
+    return [name for item in getattr(lhs, "items", ()) for name in _identifiers(item)]
 
 
 def resolve_generic(fragment: ast.Fragment, bound: dict, explicit: ast.PrimitiveType | None, loc: Location,

@@ -18,10 +18,13 @@ from nnef_torch.gc_pause import gc_paused
 from nnef_torch.ir import evaluate
 from nnef_torch.ir import types as T
 from nnef_torch.ir.checker import BINARY_FRAGMENTS, UNARY_FRAGMENTS, bind_arguments, resolve_generic
+from nnef_torch.ir.deviations import ERF, STRICT, Deviations, constant_value, lenient_shape, op_deviation
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Tensor, Update, Variable
 from nnef_torch.ops import registry
 
 Atomic = Collection[str] | Callable[[str], bool] | None
+# The data of a variable (for a constant tensor passed as an attribute), or None where the files are not at hand.
+Constants = Callable[[Variable], Any] | None
 MAX_EXPANSION_DEPTH = 100  # fragments expanded inside one another
 # Nested evaluation (each level takes at most three Python frames, so Python's stack limit is never reached first).
 MAX_EVALUATION_DEPTH = 200
@@ -38,8 +41,11 @@ class TensorLiteral:
 class Lowerer:
     def __init__(self, fragments: Mapping[str, ast.Fragment], standard: Collection[str], atomic: Atomic,
                  custom_shapes: Mapping[str, Callable[..., Any]] | None, input_shapes: Mapping[str, Any] | None,
-                 batch_size: int | None = None, batch_axes: Mapping[str, int | None] | None = None):
+                 batch_size: int | None = None, batch_axes: Mapping[str, int | None] | None = None,
+                 deviations: Deviations = STRICT, constants: Constants = None):
         self.fragments = fragments
+        self.relaxed: Mapping[str, Callable[..., Any]] = {}  # a dialect's rules for standard ops (dialects)
+        self.deviations, self.constants = deviations, constants
         if atomic is None:
             self.is_atomic = lambda name: name in standard
         elif callable(atomic):
@@ -80,6 +86,8 @@ class Lowerer:
                                   f"{list(graph.params)}", graph.loc)
         env: dict[str, Any] = {}
         for assignment in graph.body:
+            if assignment.loc in self.deviations.duplicates:
+                continue  # repeats an earlier statement (a lenient reading)
             self.site = assignment.loc
             try:
                 value = self.evaluate(assignment.rhs, env, None, hint=assignment.lhs)
@@ -296,7 +304,7 @@ class Lowerer:
                loc: Location, generic: ast.PrimitiveType | None, hint: ast.Expr | None = None) -> Any:
         self.budget.steps -= self.budget.INVOCATION_STEPS
         fragment = self.fragments[name]
-        bound = bind_arguments(fragment, args, loc)
+        bound = bind_arguments(fragment, args, loc, self.deviations, lambda arg: not _is_tensor_value(arg))
         # the argument types matter only for deducing a generic type
         typed = {key: (_type_of(value, self.tensors), arg_loc) for key, (value, arg_loc) in bound.items()} \
             if fragment.generic and explicit is None else {}
@@ -304,9 +312,18 @@ class Lowerer:
         values = {}
         for param in fragment.params:
             if param.name in bound:
-                values[param.name] = bound[param.name][0]
+                value, arg_loc = bound[param.name]
+                if isinstance(value, Ref) and not T.contains_tensor(param.type):
+                    value = constant_value(self.operations, self.constants, value, param, name, arg_loc)
+                elif isinstance(param.type, ast.ArrayType) and isinstance(value, (bool, int, float, str)):
+                    value = [value]  # an item for an array attribute (a deviation the checker let through)
+                values[param.name] = value
             else:
                 values[param.name] = self.evaluate(param.default, {}, None)
+        # a dialect op written as other ops, or a standard op as a dialect reads it (nnef_torch.dialects)
+        rule = self.relaxed.get(name) or registry.lowering_rule_of(name)
+        if rule is not None:
+            return rule(self, {key: _plain(value) for key, value in values.items()}, value_type, loc, hint)
         if fragment.body is None or self.is_atomic(name):
             return self.emit(fragment, {key: _plain(value) for key, value in values.items()}, value_type, loc, hint)
         for param in fragment.params:
@@ -347,7 +364,13 @@ class Lowerer:
         if fragment.name == "external" and isinstance(hint, ast.Identifier):
             attribs["shape"] = self._declared_shape(hint.name, attribs["shape"], loc)
         location = loc if loc.file == self._site_file() else self.site
-        shapes = self._infer(fragment, inputs, attribs, location)
+        lenient_rule = None
+        if fragment.name in ("split", "matmul"):
+            found = op_deviation(fragment.name, [self._input_shape(value) for value in inputs.values()], attribs)
+            if found is not None:
+                self.deviations.bend(*found, location, NNEFShapeError)
+                lenient_rule = found[0]
+        shapes = self._infer(fragment, inputs, attribs, location, lenient_rule)
         result_hints = [hint] if len(fragment.results) == 1 else (
             list(hint.items) if isinstance(hint, ast.TupleExpr) else [None] * len(fragment.results))
         outputs = {}
@@ -414,9 +437,11 @@ class Lowerer:
         self.fresh.add(name)
         return Ref(name)
 
-    def _infer(self, fragment: ast.Fragment, inputs: dict, attribs: dict, loc: Location | None):
-        """Result shapes (one entry per result) from the shape rule, or None when they cannot be known."""
-        rule = self.custom_shapes.get(fragment.name)
+    def _infer(self, fragment: ast.Fragment, inputs: dict, attribs: dict, loc: Location | None,
+               lenient_rule: str | None = None):
+        """Result shapes (one entry per result) from the shape rule (the lenient one of a deviation read), or
+        None when they cannot be known."""
+        rule = self.custom_shapes.get(fragment.name) or (lenient_shape(lenient_rule) if lenient_rule else None)
         if rule is None:
             entry = registry.entry(fragment.name)
             rule = entry.shape if entry is not None else None
@@ -550,7 +575,8 @@ def _check_label(variable: Variable, labels: dict[str, Variable], loc: Location 
 @gc_paused
 def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
           input_shapes: Mapping[str, Any] | None = None, text: str | None = None, batch_size: int | None = None,
-          batch_axes: Mapping[str, int | None] | None = None) -> Graph:
+          batch_axes: Mapping[str, int | None] | None = None, lenient: bool = False,
+          constants: Constants = None) -> Graph:
     """Check `doc` and flatten it into an IR graph.
 
     atomic: which operations stay whole (names, or a predicate); by default the standard operations. Fragments
@@ -558,28 +584,43 @@ def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[st
     `nnef_torch.ops.registry.shape_rule`). input_shapes: replaces the shapes of `external`s by graph input name.
     batch_size: the extent of the batch axis of every `external` that `input_shapes` does not name; that axis is
     0, or the one `batch_axes` gives by input name (None: the input has no batch axis).
-    text: the source, for error messages with the offending line.
+    text: the source, for error messages with the offending line. lenient: read what real producers write
+    against the spec (`nnef_torch.ir.deviations`), with an `NNEFDeviationWarning` each; else each is an error.
+    constants: the data of a variable, for a constant tensor passed as an attribute (a lenient reading).
     """
     import nnef_torch.ops.shapes  # noqa: F401  (registers the shape rules)
     from nnef_torch.ir.checker import check_document
     from nnef_torch.stdlib import standard_fragments
 
     standard = standard_fragments()
+    deviations = Deviations(lenient)
     try:
         if doc.graph is None:
             raise NNEFSemanticError("the document has no graph", doc.loc)
-        clashes = [fragment for fragment in doc.fragments if fragment.name in standard]
-        if clashes:
-            raise NNEFSemanticError(f"fragment '{clashes[0].name}' redefines a standard operation", clashes[0].loc)
-        fragments = dict(standard)
+        from nnef_torch.dialects import apply_dialects
+        # `extension tract_registry tract_core;` and similar (the options bind a dialect's dynamic dimensions)
+        doc, dialect, relaxed = apply_dialects(doc, input_shapes, batch_size, batch_axes)
+        fragments = {**standard, **dialect}
+        redefined = set()
         for fragment in doc.fragments:
-            if fragment.name in fragments:
+            if fragment.name in standard and fragment.name not in redefined:
+                deviations.bend("redefined-standard-op", f"fragment '{fragment.name}' redefines a standard "
+                                "operation", fragment.loc)
+                redefined.add(fragment.name)
+            elif fragment.name in fragments:
                 raise NNEFSemanticError(f"fragment '{fragment.name}' is defined twice", fragment.loc)
             fragments[fragment.name] = fragment
-        check_document(doc, fragments)
+        if lenient and "erf" not in fragments:
+            fragments["erf"] = ERF
+        check_document(doc, fragments, deviations)
         check_batch(batch_size, batch_axes)
-        lowerer = Lowerer(fragments, frozenset(standard), atomic, custom_shapes, input_shapes, batch_size,
-                          batch_axes)
+        redefined = {name for name in redefined if fragments[name].body is not None}
+        lowerer = Lowerer(fragments, frozenset(standard) - redefined, atomic, custom_shapes, input_shapes,
+                          batch_size, batch_axes, deviations, constants)
+        lowerer.relaxed = relaxed
+        if redefined:  # the document's definition is expanded, whatever the caller keeps whole
+            keep = lowerer.is_atomic
+            lowerer.is_atomic = lambda name: name not in redefined and keep(name)
         return lowerer.lower_graph(doc, len(text) if text is not None else 0)
     except NNEFError as error:
         raise error.with_source(text, doc.loc.file) from None

@@ -40,6 +40,8 @@ class OpEntry:
     aten: dict[str, Callable[..., Any]] = field(default_factory=dict)  # ATen op name -> export rule
     imports: dict[tuple[str, str], ImportRule] = field(default_factory=dict)  # (format, operator) -> import rule
     writes: dict[str, Callable[..., Any]] = field(default_factory=dict)  # format -> back-end rule writing this op
+    # a dialect op the lowerer writes as other operations: (lowerer, arguments, generic type, location, hint)
+    lower: Callable[..., Any] | None = None
 
 
 _ATEN: dict[str, OpEntry] = {}  # ATen op name ('aten.conv2d.default') -> the entry whose rule exports it
@@ -89,6 +91,17 @@ def torch_op(name: str, *, typed: bool = False) -> Callable[[Callable[..., Any]]
         _TABLE[name].typed = typed
         return fn
     return register
+
+
+def lowering_rule(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register how the lowerer writes dialect op `name` as other operations (see `nnef_torch.dialects`): the rule
+    is called as `rule(lowerer, arguments, generic_type, location, hint)` and returns the op's result(s)."""
+    return lambda fn: _register(name, "lower", fn)
+
+
+def lowering_rule_of(name: str) -> Callable[..., Any] | None:
+    op = _TABLE.get(name)
+    return op.lower if op is not None else None
 
 
 def torch_module(name: str, *, state: tuple[str, ...] = ()) -> Callable[[type], type]:

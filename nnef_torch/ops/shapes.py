@@ -17,6 +17,7 @@ from nnef_torch.ops import (  # noqa: F401  (imported to register their rules)
     shapes_lightnet,
     shapes_reduce,
     shapes_sampling,
+    shapes_sorting,
     shapes_tensor,
     shapes_window,
 )

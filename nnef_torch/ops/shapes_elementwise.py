@@ -37,6 +37,12 @@ def exp(x: Shape) -> Shape:
     return _same(x)
 
 
+@shape_rule('erf')
+def erf(x: Shape) -> Shape:
+    """The error function: an operation real producers write (read leniently, see `nnef_torch.ir.deviations`)."""
+    return _same(x)
+
+
 @shape_rule('log')
 def log(x: Shape) -> Shape:
     return _same(x)

@@ -155,6 +155,19 @@ def split(value: Shape, *, axis: int, ratios: Sequence[int]) -> list[Shape]:
     return [tuple(unit * ratio if i == axis else item for i, item in enumerate(value)) for ratio in ratios]
 
 
+def split_with_empty(value: Shape, *, axis: int, ratios: Sequence[int]) -> list[Shape]:
+    """`split` read leniently (`nnef_torch.ir.deviations`): a zero ratio is an empty chunk, of extent 0."""
+    check_axis('split', 'axis', axis, len(value))
+    if not ratios or any(ratio < 0 for ratio in ratios) or sum(ratios) == 0:
+        fail('split', f"items in 'ratios' must be non-negative with a positive sum, found {fmt(ratios)}")
+    total = sum(ratios)
+    if value[axis] % total != 0:
+        fail('split', f"the sum of 'ratios' {fmt(ratios)} ({total}) must divide the extent of value {fmt(value)} "
+                      f"along axis {axis} ({value[axis]})")
+    unit = value[axis] // total
+    return [tuple(unit * ratio if i == axis else item for i, item in enumerate(value)) for ratio in ratios]
+
+
 @shape_rule('stack')
 def stack(values: Sequence[Shape], *, axis: int) -> Shape:
     if not values:
@@ -256,6 +269,18 @@ def matmul(A: Shape, B: Shape, *, transposeA: bool, transposeB: bool) -> Shape:
         fail(op, f"inner dimensions must agree, found {k_a} (A {fmt(A)}, transposeA = {str(transposeA).lower()}) "
                  f"and {k_b} (B {fmt(B)}, transposeB = {str(transposeB).lower()})")
     return batch + (m, n)
+
+
+def matmul_numpy(A: Shape, B: Shape, *, transposeA: bool, transposeB: bool) -> Shape:
+    """`matmul` with a 1-D operand read leniently, as numpy's matmul: a 1-D A is a row [1, k] and a 1-D B a
+    column [k, 1] (a transpose flag leaves a vector as it is), and that axis is dropped from the result; 1-D x 1-D
+    gives a scalar of shape []."""
+    if not (1 in (len(A), len(B)) and max(len(A), len(B)) <= 2):
+        return matmul(A, B, transposeA=transposeA, transposeB=transposeB)
+    rows = (1, A[0]) if len(A) == 1 else tuple(A)
+    cols = (B[0], 1) if len(B) == 1 else tuple(B)
+    result = matmul(rows, cols, transposeA=transposeA and len(A) == 2, transposeB=transposeB and len(B) == 2)
+    return tuple(result[i] for i in range(2) if not (i == 0 and len(A) == 1 or i == 1 and len(B) == 1))
 
 
 @shape_rule('linear')

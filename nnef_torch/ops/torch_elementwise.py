@@ -54,6 +54,11 @@ def exp(x: Any) -> torch.Tensor:
     return torch.exp(as_tensor(x))
 
 
+@torch_op('erf')
+def erf(x: Any) -> torch.Tensor:
+    return torch.erf(as_tensor(x))
+
+
 @torch_op('log')
 def log(x: Any) -> torch.Tensor:
     return torch.log(as_tensor(x))

@@ -20,6 +20,7 @@ from nnef_torch.ops import (  # noqa: F401  (imported to register the implementa
     torch_lightnet,
     torch_reduce,
     torch_sampling,
+    torch_sorting,
     torch_tensor,
     torch_training,
     torch_window,

@@ -177,7 +177,11 @@ def cast(input: torch.Tensor, *, dtype: torch.dtype) -> torch.Tensor:
 
 @torch_op('matmul')
 def matmul(A: torch.Tensor, B: torch.Tensor, *, transposeA: bool = False, transposeB: bool = False) -> torch.Tensor:
-    """Batched matmul; A and B have equal ranks, so NNEF and torch batch broadcasting coincide."""
+    """Batched matmul; A and B have equal ranks, so NNEF and torch batch broadcasting coincide. A 1-D operand
+    (read leniently) follows numpy, as torch.matmul does; a transpose flag leaves a vector as it is."""
+    rank_a, rank_b = len(static_shape(A)), len(static_shape(B))
+    if rank_a == 1 or rank_b == 1:
+        return torch.matmul(A.mT if transposeA and rank_a == 2 else A, B.mT if transposeB and rank_b == 2 else B)
     if transposeA:
         A = A.mT
     if transposeB:

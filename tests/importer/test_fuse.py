@@ -151,7 +151,9 @@ def test_the_exporter_layer_norm_fragment_fuses(tmp_path):
     assert _names(module)["fused_layer_norm"] == 2
     fused = [op for op in module.nnef_graph.operations if op.name == "fused_layer_norm"]
     assert all(op.scope and op.scope[0].startswith("layer_norm#") for op in fused)
-    assert [fragment.name for fragment in module.nnef_graph.custom_fragments] == ["fused_layer_norm"]
+    declared = [fragment.name for fragment in module.nnef_graph.custom_fragments]
+    assert declared.count("fused_layer_norm") == 1  # besides the library's fragments that have torch kernels
+    assert set(declared) - {"fused_layer_norm"} <= {"stable_sort", "stable_topk"}
 
 
 def test_an_exported_layer_norm_fuses_and_matches_torch(tmp_path):

@@ -7,6 +7,7 @@ from fragment_libraries import library_fragments
 from ops.torch_harness import OpCase
 
 import nnef_torch.ops.torch_ops  # noqa: F401  (registers the implementations)
+from nnef_torch.ir.deviations import LENIENT_OPS
 from nnef_torch.ops import registry
 from nnef_torch.stdlib import standard_fragments
 
@@ -37,4 +38,4 @@ def test_every_implementation_has_test_rows():
     standard = set(registry.torch_ops()) & set(standard_fragments())
     assert not sorted(standard - tested)
     assert len(standard) == len(standard_fragments()) - len(SIGNATURE_OPS)
-    assert set(registry.torch_ops()) - standard <= library_fragments()
+    assert set(registry.torch_ops()) - standard <= library_fragments() | LENIENT_OPS  # and what producers write

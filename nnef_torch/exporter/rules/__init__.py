@@ -5,5 +5,8 @@
 - `reduce`: reductions, softmax, normalizations
 - `tensor`: shape ops (view, permute, cat, slice, pad, gather...), constants and casts
 - `nn`: linear, convolutions, pooling, up-sampling, attention
+- `indexing`: gather along a dimension, sort and top-k
+- `patches`: unfold and fold (im2col, col2im)
+- `sampling`: bicubic up-sampling and grid sampling
 """
-from nnef_torch.exporter.rules import elementwise, nn, reduce, tensor  # noqa: F401
+from nnef_torch.exporter.rules import elementwise, indexing, nn, patches, reduce, sampling, tensor  # noqa: F401

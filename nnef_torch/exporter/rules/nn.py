@@ -259,3 +259,46 @@ def matmul(e: Emitter, a: Any, b: Any) -> Any:
         product = e.op("matmul", flat, b)
         return e.op("reshape", product, shape=list(e.shape(a)[:-1]) + [e.shape(b)[-1]])
     raise Unmappable("this matmul broadcasting is exported from its decomposition")
+
+
+@export_rule("matmul", "aten.bilinear.default")
+def bilinear(e: Emitter, x1: Any, x2: Any, weight: Any, bias: Any = None) -> Any:
+    """nn.Bilinear, y[o] = x1 . W[o] . x2 + b[o], as two matrix products: x1 times W (in1 x out*in2), then each
+    row's out x in2 block times x2."""
+    lead = list(e.shape(x1)[:-1])
+    out, in1, in2 = e.shape(weight)
+    if e.rank(x1) != 2:
+        x1 = e.op("reshape", x1, shape=[-1, in1])
+    if e.rank(x2) != 2:
+        x2 = e.op("reshape", x2, shape=[-1, in2])
+    y = _bilinear(e, x1, weight, x2)
+    if bias is not None:
+        y = e.op("add", y, _row(e, bias))
+    return y if len(lead) == 1 else e.op("reshape", y, shape=lead + [out])
+
+
+def _bilinear(e: Emitter, x1: Any, weight: Any, x2: Any) -> Any:
+    """x1 [B, in1], weight [out, in1, in2], x2 [B, in2] -> [B, out]."""
+    out, in1, in2 = e.shape(weight)
+    batch = e.shape(x1)[0]
+    w = e.op("reshape", e.op("transpose", weight, axes=[1, 0, 2]), shape=[in1, out * in2])
+    t = e.op("reshape", e.op("matmul", x1, w), shape=[batch, out, in2])
+    y = e.op("matmul", t, e.op("unsqueeze", x2, axes=[2]))
+    return e.op("squeeze", y, axes=[2])
+
+
+@export_rule("matmul", "aten._trilinear.default")
+def trilinear(e: Emitter, i1: Any, i2: Any, i3: Any, expand1: Sequence[int], expand2: Sequence[int],
+              expand3: Sequence[int], sumdim: Sequence[int], unroll_dim: int = 1) -> Any:
+    """torch's _trilinear (the decomposition of bilinear): the three inputs with singleton axes inserted at
+    `expand*`, multiplied, summed over `sumdim`. bilinear's own pattern is written as two matrix products."""
+    if ([list(expand1), list(expand2), list(expand3), list(sumdim)] == [[1, 3], [0], [1, 2], [2, 3]]
+            and (e.rank(i1), e.rank(i2), e.rank(i3)) == (2, 3, 2)):
+        return _bilinear(e, i1, i2, i3)
+    terms = [e.op("unsqueeze", t, axes=sorted(int(d) for d in x)) if len(x) else t
+             for t, x in ((i1, expand1), (i2, expand2), (i3, expand3))]
+    product = e.op("mul", e.op("mul", terms[0], terms[1]), terms[2])
+    if not len(sumdim):
+        return product
+    summed = e.op("sum_reduce", product, axes=sorted(int(d) for d in sumdim))
+    return e.op("squeeze", summed, axes=sorted(int(d) for d in sumdim))
