@@ -43,6 +43,13 @@ class TracedProxy(fx.Proxy):
                                    name=tracer.graph._target_to_str(orig_method.__name__))
 
 
+def _content_key(a: torch.Tensor) -> tuple[Any, ...] | None:
+    """What identifies a small CPU constant by value (dtype, shape, bytes); None for others."""
+    if a.device.type != "cpu" or a.numel() > 4096 or a.requires_grad or a.is_inference():
+        return None
+    return a.dtype, tuple(a.shape), a.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
 def _tracer_of(values: Any, found: Any) -> Any:
     """The one tracer of the proxies among `values` (nested in tuples and lists), None where there is none;
     False where fx's own search must decide (another container type, several tracers)."""
@@ -67,7 +74,10 @@ class OpTracer(fx.Tracer):
         self.root = root
         self.graph = fx.Graph(tracer_cls=type(self))
         self.tensor_attrs = {}
-        self._constants: dict[int, str] = {}
+        self._constants: dict[int, str] = {}  # id of a tensor made while tracing -> its buffer
+        self._by_content: dict[tuple[Any, ...], str] = {}  # small constants of equal content share one buffer
+        self._by_name: list[torch.Tensor] = []
+        self._attr_nodes: dict[str, fx.Node] = {}
 
     def proxy(self, node: fx.Node) -> fx.Proxy:
         return TracedProxy(node, self)
@@ -86,12 +96,21 @@ class OpTracer(fx.Tracer):
             return {key: self.create_arg(value) for key, value in a.items()}
         if isinstance(a, torch.Tensor) and not isinstance(a, torch.nn.Parameter):
             name = self._constants.get(id(a))
+            key = _content_key(a) if name is None else None
+            if key is not None:
+                name = self._by_content.get(key)
             if name is None and not any(a is buffer for buffer in self.root.buffers()):
-                name = f"_constant{len(self._constants)}"
+                name = f"_constant{len(self._by_name)}"
                 self.root.register_buffer(name, a, persistent=False)
+                self._by_name.append(a)  # keeps `a` alive, so that its id is not reused while tracing
                 self._constants[id(a)] = name
+                if key is not None:
+                    self._by_content[key] = name
             if name is not None:
-                return self.create_node("get_attr", name, (), {})
+                node = self._attr_nodes.get(name)
+                if node is None:  # one node per buffer, however many ops read it
+                    node = self._attr_nodes[name] = self.create_node("get_attr", name, (), {})
+                return node
         return super().create_arg(a)
 
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, name: str | None = None,
