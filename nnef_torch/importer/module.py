@@ -30,10 +30,21 @@ class ModelInfo:
     quantizers: dict[str, str] = field(default_factory=dict)  # tensor name -> FakeQuantize submodule path
     options: dict[str, Any] = field(default_factory=dict)  # how the source opens again (format, params, shapes)
 
+    @property
+    def deviations(self) -> tuple[str, ...]:
+        """The deviations from the spec its document was read with (rules of `nnef_torch.ir.deviations`); a
+        module with some saves as standard NNEF (`nnef_torch.importer.normalize`)."""
+        return self.graph.deviations
+
 
 class NNEFModule(fx.GraphModule):
     """An imported NNEF graph. `forward` is generated code (see `.code`); Parameters and buffers follow the
     variable labels (`conv1/filter` -> `conv1.filter`); `save` writes the model back as NNEF."""
+
+    def __init__(self, root: torch.nn.Module, graph: fx.Graph, class_name: str = "GraphModule"):
+        super().__init__(root, graph, class_name)
+        # fx copies buffers as persistent ones: the constants the tracer made stay out of the state_dict
+        self._non_persistent_buffers_set.update(root._non_persistent_buffers_set & self._buffers.keys())
 
     @property
     def nnef(self) -> ModelInfo:
@@ -92,8 +103,9 @@ class NNEFModule(fx.GraphModule):
         return self
 
     def __deepcopy__(self, memo: dict) -> NNEFModule:
-        result = super().__deepcopy__(memo)
+        result = super().__deepcopy__(memo)  # fx rebuilds the copy with GraphModule.__init__
         result.meta[INFO_KEY] = copy.copy(self.nnef)
+        result._non_persistent_buffers_set.update(self._non_persistent_buffers_set & result._buffers.keys())
         return result
 
 

@@ -1,6 +1,7 @@
-"""Save an imported module back as NNEF: its graph text as read, graph.quant with each quantizer's current
-parameters (the text as read while none changed), each variable's current value encoded as it was stored
-(quantized codes by its current graph.quant entry), written atomically and one tensor at a time."""
+"""Save an imported module back as NNEF: its graph text as read (a document read with deviations from the spec is
+written as standard NNEF, see `normalize.py`), graph.quant with each quantizer's current parameters (the text as
+read while none changed), each variable's current value encoded as it was stored (quantized codes by its current
+graph.quant entry), written atomically and one tensor at a time."""
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,15 @@ def save_imported(module: NNEFModule, path: str | os.PathLike, *, compress: bool
         raise NNEFOptionError(f"dialect={dialect!r} applies to a module read from a document of that dialect "
                               "('extension tract_registry tract_core;'); this one is standard NNEF")
     specs = current_quantization(module)
-    quant_text = info.quant_text if specs == info.graph.quantization else print_quantization(specs)
-    container.write_model(path, info.graph_text, _tensors(module, specs, progress), quant_text, compress=compress)
+    text, tensors = info.graph_text, _tensors(module, specs, progress)
+    if info.deviations:  # read leniently: written as standard NNEF (README, "Deviations read")
+        from nnef_torch.importer.normalize import standard_document
+        text, graph = standard_document(module)
+        labels = {variable.key for variable in graph.signature.variables}
+        tensors = ((label, encode) for label, encode in tensors if label.lower() in labels)
+        specs = {name: spec for name, spec in specs.items() if name in graph.tensors}  # of tensors kept
+    quant_text = info.quant_text if specs == info.graph.quantization else print_quantization(specs) or None
+    container.write_model(path, text, tensors, quant_text, compress=compress)
 
 
 def current_quantization(module: NNEFModule) -> dict[str, QuantSpec]:

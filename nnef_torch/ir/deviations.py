@@ -45,6 +45,10 @@ class Deviations:
         self.found: list[tuple[str, str, Location | None]] = []
         self.duplicates: set[Location] = set()  # the statements repeating an earlier one, skipped
 
+    def rules(self) -> tuple[str, ...]:
+        """The rules met (lenient), each once, in the order first met."""
+        return tuple(dict.fromkeys(rule for rule, _, _ in self.found))
+
     def bend(self, rule: str, message: str, loc: Location | None,
              error: type[NNEFError] = NNEFSemanticError) -> None:
         """Meet a deviation of `rule` at `loc`: raise `error(message)` unless reading leniently."""

@@ -106,6 +106,7 @@ class Graph:
     signature: Signature
     custom_fragments: tuple[Any, ...] = ()  # ast.Fragment declarations of document ops kept atomic
     quantization: dict[str, Any] = field(default_factory=dict)  # tensor name -> QuantSpec (from graph.quant)
+    deviations: tuple[str, ...] = ()  # rules of nnef_torch.ir.deviations a lenient reading met, in order met
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ from the op table's shape rule, so an argument error points at the invocation th
 """
 from __future__ import annotations
 
+import dataclasses
 import keyword
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -621,7 +622,8 @@ def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[st
         if redefined:  # the document's definition is expanded, whatever the caller keeps whole
             keep = lowerer.is_atomic
             lowerer.is_atomic = lambda name: name not in redefined and keep(name)
-        return lowerer.lower_graph(doc, len(text) if text is not None else 0)
+        graph = lowerer.lower_graph(doc, len(text) if text is not None else 0)
+        return dataclasses.replace(graph, deviations=deviations.rules()) if deviations.found else graph
     except NNEFError as error:
         raise error.with_source(text, doc.loc.file) from None
 

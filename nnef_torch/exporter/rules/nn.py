@@ -9,6 +9,7 @@ from typing import Any
 from nnef_torch.exporter.emitter import FLOAT_MAX
 from nnef_torch.exporter.rules.common import Emitter, Unmappable, align, axis, is_ref, pairs
 from nnef_torch.exporter.rules.reduce import _row
+from nnef_torch.exporter.rules.sampling import antialias_matrix, linear_matrix, resample, scale_factors, tent
 from nnef_torch.ops.registry import export_rule
 
 
@@ -210,13 +211,53 @@ def upsample_nearest(e: Emitter, x: Any, *args: Any, **kwargs: Any) -> Any:
     return e.op("nearest_upsample", x, factor=_factors(e, x))
 
 
-@export_rule("multilinear_upsample", "aten.upsample_bilinear2d.vec", "aten.upsample_linear1d.vec",
-             "aten.upsample_trilinear3d.vec", "aten.upsample_bilinear2d.default")
-def upsample_linear(e: Emitter, x: Any, output_size: Any, align_corners: bool, *args: Any) -> Any:
-    factors = _factors(e, x)
-    if align_corners:
-        return e.op("multilinear_upsample", x, factor=factors, method="aligned", border="replicate")
-    return e.op("multilinear_upsample", x, factor=factors, method="symmetric", border="replicate")
+def _integer_factors(sizes: list[tuple[int, int, float | None]], align_corners: bool) -> list[int] | None:
+    """The factor of each axis where linear up-sampling is `multilinear_upsample`'s: an integer factor that torch
+    also samples with (the output size over the input size unless an explicit scale factor differs; aligned
+    corners ignore it, and an axis of unchanged size is copied whatever the scale), else None."""
+    factors = []
+    for n_in, n_out, scale in sizes:
+        if n_out % n_in:
+            return None
+        factor = n_out // n_in
+        if not (align_corners or factor == 1 or scale is None or scale <= 0 or float(scale) == factor):
+            return None
+        factors.append(factor)
+    return factors
+
+
+def _linear(e: Emitter, x: Any, align_corners: bool, scales: tuple[Any, ...], antialias: bool) -> Any:
+    sizes = list(zip(e.shape(x)[2:], (int(d) for d in e.out.shape[2:]), scale_factors(scales, e.rank(x) - 2)))
+    factors = None if antialias else _integer_factors(sizes, bool(align_corners))
+    if factors is not None and all(f == 1 for f in factors):
+        return e.op("copy", x)
+    if factors is not None:
+        method = "aligned" if align_corners else "symmetric"
+        return e.op("multilinear_upsample", x, factor=factors, method=method, border="replicate")
+    if antialias:
+        matrices = [antialias_matrix(n_in, n_out, bool(align_corners), s, tent, 2) for n_in, n_out, s in sizes]
+    else:
+        matrices = [linear_matrix(n_in, n_out, bool(align_corners), s) for n_in, n_out, s in sizes]
+    return resample(e, x, matrices)
+
+
+@export_rule("multilinear_upsample", "aten.upsample_linear1d.vec", "aten.upsample_bilinear2d.vec",
+             "aten.upsample_trilinear3d.vec", "aten.upsample_linear1d.default", "aten.upsample_bilinear2d.default",
+             "aten.upsample_trilinear3d.default")
+def upsample_linear(e: Emitter, x: Any, output_size: Any, align_corners: bool, *scales: Any) -> Any:
+    """Linear, bilinear and trilinear resampling: `multilinear_upsample` by integer factors, any other size
+    (fractional factors, down-sampling, explicit sizes) with one constant interpolation matrix per spatial axis
+    applied by `matmul` (sampling.py's `resample`), its weights those of torch's CPU kernel."""
+    return _linear(e, x, align_corners, scales, antialias=False)
+
+
+@export_rule("matmul", "aten._upsample_bilinear2d_aa.vec", "aten._upsample_bilinear2d_aa.default")
+def upsample_bilinear_aa(e: Emitter, x: Any, output_size: Any, align_corners: bool, *scales: Any) -> Any:
+    """Antialiased bilinear resampling at any size: per-axis matrices of torch's triangle filter widened by the
+    down-sampling step. The re-imported gradient is the adjoint of this forward; torch's own backward differs
+    where an axis keeps its size under an explicit scale factor other than 1 (its forward copies that axis, its
+    backward interpolates it)."""
+    return _linear(e, x, align_corners, scales, antialias=True)
 
 
 @export_rule("scaled_dot_product_attention", "aten.scaled_dot_product_attention.default")

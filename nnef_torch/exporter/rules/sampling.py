@@ -4,11 +4,14 @@ standard operations and constant interpolation weights.
 Both are separable: the weight of input pixel (i, j) for an output point is a product a(i) * b(j), so each rule
 contracts the width with one `matmul` and the height with a second product, never a dense
 [H_out*W_out, H_in*W_in] matrix. Constant tables are written as variables (labelled `constants/...`), which every
-consumer reads (tract's standard NNEF has no `constant`).
+consumer reads (tract's standard NNEF has no `constant`). The per-axis weight matrices and `resample`, which applies
+them, are shared with the linear up-sampling rule of `nn` (linear, bilinear and trilinear at sizes that are no
+integer factor, and antialiased bilinear).
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -36,6 +39,15 @@ def _keys(x: float, a: float) -> float:
     return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a if x < 2 else 0.0
 
 
+def _antialias_cubic(x: float) -> float:
+    return _keys(x, ANTIALIAS_A)
+
+
+def tent(x: float) -> float:
+    """torch's antialiasing filter for bilinear resampling (the triangle of half-width 1)."""
+    return max(1.0 - abs(x), 0.0)
+
+
 def _step(n_in: int, n_out: int, align_corners: bool, scale: float | None) -> float:
     """Input pixels per output pixel (torch's area_pixel_compute_scale)."""
     if align_corners:
@@ -58,14 +70,33 @@ def cubic_matrix(n_in: int, n_out: int, align_corners: bool, scale: float | None
     return matrix
 
 
-def antialias_matrix(n_in: int, n_out: int, align_corners: bool, scale: float | None) -> torch.Tensor:
-    """[n_out, n_in] weights of torch's antialiased bicubic resampling along one axis (the filter widened by the
-    down-sampling step, truncated to the input and normalised to sum 1); an axis whose size is unchanged is
-    copied, as torch does."""
+def linear_matrix(n_in: int, n_out: int, align_corners: bool, scale: float | None) -> torch.Tensor:
+    """[n_out, n_in] linear interpolation weights along one axis, in float64, as torch's CPU kernel computes them:
+    source index from area_pixel_compute_source_index (clamped at 0 without aligned corners), index at most
+    n_in - 1 and fraction in [0, 1], the second tap clamped to the border; an axis whose size is unchanged is
+    copied, as torch does even for an explicit scale factor other than 1."""
     if n_in == n_out:
         return torch.eye(n_in, dtype=torch.float64)
     step = _step(n_in, n_out, align_corners, scale)
-    support = 2.0 * step if step >= 1 else 2.0
+    matrix = torch.zeros(n_out, n_in, dtype=torch.float64)
+    for o in range(n_out):
+        real = step * o if align_corners else max(step * (o + 0.5) - 0.5, 0.0)
+        index = min(math.floor(real), n_in - 1)
+        t = min(max(real - index, 0.0), 1.0)
+        matrix[o, index] += 1.0 - t
+        matrix[o, min(index + 1, n_in - 1)] += t
+    return matrix
+
+
+def antialias_matrix(n_in: int, n_out: int, align_corners: bool, scale: float | None,
+                     kernel: Callable[[float], float] = _antialias_cubic, interp_size: int = 4) -> torch.Tensor:
+    """[n_out, n_in] weights of torch's antialiased resampling along one axis, bicubic by default (`kernel` and
+    its width `interp_size`: `tent` and 2 for bilinear): the filter widened by the down-sampling step, truncated
+    to the input and normalised to sum 1; an axis whose size is unchanged is copied, as torch does."""
+    if n_in == n_out:
+        return torch.eye(n_in, dtype=torch.float64)
+    step = _step(n_in, n_out, align_corners, scale)
+    support = interp_size / 2 * step if step >= 1 else interp_size / 2
     stretch = 1.0 / step if step >= 1 else 1.0
     taps = math.ceil(support) * 2 + 1
     matrix = torch.zeros(n_out, n_in, dtype=torch.float64)
@@ -73,7 +104,7 @@ def antialias_matrix(n_in: int, n_out: int, align_corners: bool, scale: float | 
         center = step * (o + 0.5)
         first = max(int(center - support + 0.5), 0)
         count = min(max(min(int(center + support + 0.5), n_in) - first, 0), taps)
-        weights = [_keys((j + first - center + 0.5) * stretch, ANTIALIAS_A) for j in range(count)]
+        weights = [kernel((j + first - center + 0.5) * stretch) for j in range(count)]
         total = sum(weights)
         for j, w in enumerate(weights):
             matrix[o, first + j] = w / total if total != 0 else w
@@ -88,6 +119,35 @@ def _apply_last(e: Emitter, x: Any, matrix: torch.Tensor, what: str) -> Any:
     return e.op("reshape", y, shape=shape[:-1] + [matrix.shape[0]])
 
 
+def scale_factors(scales: Sequence[Any], spatial: int) -> list[float | None]:
+    """The per-axis scale factors of an up-sampling ATen op: `.vec` passes one list or None, `.default` one
+    optional scale per spatial axis."""
+    if len(scales) == 1 and (scales[0] is None or isinstance(scales[0], (list, tuple))):
+        return list(scales[0]) if scales[0] is not None else [None] * spatial
+    return list(scales) + [None] * (spatial - len(scales))
+
+
+def resample(e: Emitter, x: Any, matrices: Sequence[torch.Tensor]) -> Any:
+    """Apply one constant [out, in] matrix along each spatial axis of x [N, C, ...], the last axis first, each
+    other axis moved last with `transpose` and back; identity matrices are skipped (a `copy` when all are)."""
+    rank = e.rank(x)
+    names = ("depths", "rows", "columns")[3 - len(matrices):]  # 1 to 3 spatial axes
+    y = x
+    for k in reversed(range(len(matrices))):
+        matrix, axis = matrices[k], rank - len(matrices) + k
+        if torch.equal(matrix, torch.eye(matrix.shape[1], dtype=matrix.dtype)):
+            continue
+        if axis == rank - 1:
+            y = _apply_last(e, y, matrix, names[k])
+            continue
+        swap = list(range(rank))
+        swap[axis], swap[-1] = swap[-1], swap[axis]
+        y = e.op("transpose", y, axes=swap)
+        y = _apply_last(e, y, matrix, names[k])
+        y = e.op("transpose", y, axes=swap)
+    return y if y is not x else e.op("copy", x)
+
+
 @export_rule("matmul", "aten.upsample_bicubic2d.vec", "aten.upsample_bicubic2d.default",
              "aten._upsample_bicubic2d_aa.vec", "aten._upsample_bicubic2d_aa.default")
 def upsample_bicubic(e: Emitter, x: Any, output_size: Any, align_corners: bool, *scales: Any) -> Any:
@@ -97,23 +157,9 @@ def upsample_bicubic(e: Emitter, x: Any, output_size: Any, align_corners: bool, 
     antialias) copies the gradient when the output has the input's size even where its forward, given an
     explicit scale factor, is no copy: there the re-imported gradient is the true one and differs from torch's."""
     antialias = str(e.node.target).startswith("aten._upsample_bicubic2d_aa")
-    n, c, h_in, w_in = e.shape(x)
-    h_out, w_out = (int(d) for d in e.out.shape[2:])
-    if len(scales) == 1:  # .vec: scale_factors or None
-        factors = list(scales[0]) if scales[0] is not None else [None, None]
-    else:  # .default: scales_h, scales_w
-        factors = list(scales) + [None] * (2 - len(scales))
     weights = antialias_matrix if antialias else cubic_matrix
-    rows = weights(h_in, h_out, bool(align_corners), factors[0])
-    cols = weights(w_in, w_out, bool(align_corners), factors[1])
-    y = x
-    if not torch.equal(cols, torch.eye(w_in, dtype=torch.float64)):
-        y = _apply_last(e, y, cols, "columns")
-    if not torch.equal(rows, torch.eye(h_in, dtype=torch.float64)):
-        y = e.op("transpose", y, axes=[0, 1, 3, 2])
-        y = _apply_last(e, y, rows, "rows")
-        y = e.op("transpose", y, axes=[0, 1, 3, 2])
-    return y if y is not x else e.op("copy", x)
+    sizes = zip(e.shape(x)[2:], (int(d) for d in e.out.shape[2:]), scale_factors(scales, 2))
+    return resample(e, x, [weights(n_in, n_out, bool(align_corners), s) for n_in, n_out, s in sizes])
 
 
 # ------------------------------------------------------------------------------------------------ grid_sample
