@@ -1,9 +1,10 @@
 """Load time cold and by stage, for bench/run.py.
 
-Cold: a new process per measurement (nothing imported, nothing cached). The process imports torch (not counted:
-every tool needs it), then the tool, then loads the model once; the time reported is the tool's import plus that
-load. Runtimes: ours (`nnef_torch.load`), khronos (`nnef.load_graph` + the Khronos PyTorch interpreter's
-`NNEFModule`), tract, and the floor (reading every .dat file's bytes). Rounds rotate the order.
+Cold: a new process per measurement (nothing imported, nothing cached but Python's bytecode of the package, which an
+installed package has). The process imports torch (not counted: every tool needs it), then the tool, then loads
+the model once; the time reported is the tool's import plus that load. Runtimes: ours (`nnef_torch.load`), khronos
+(`nnef.load_graph` + the Khronos PyTorch interpreter's `NNEFModule`), tract, and the floor (reading every .dat
+file's bytes). Rounds rotate the order.
 
 Stages: one warm load of ours in this process with the functions of each stage wrapped with timers: parse (the
 graph text to a syntax tree), lower (tree to IR: fragments expanded, shapes inferred), generate (IR to the fx graph,
@@ -12,6 +13,7 @@ while the graph is generated). Reading the .dat bytes alone is the read floor.
 """
 from __future__ import annotations
 
+import compileall
 import functools
 import gc
 import importlib
@@ -62,6 +64,9 @@ def _cold(runtime: str, folder: str) -> float:
 
 def cold_loads(folder: str, rounds: int, threads: int) -> tuple[dict[str, float], dict[str, str]]:
     """Median cold seconds per runtime, and the reason for each that failed."""
+    # our bytecode, as an installed package has it (pip compiles on install; the anchors are installed): with
+    # PYTHONDONTWRITEBYTECODE set and sources edited since, every new process would compile them again
+    compileall.compile_dir(os.path.join(REPO, "nnef_torch"), quiet=1)
     samples: dict[str, list[float]] = {name: [] for name in COLD_RUNTIMES}
     failed: dict[str, str] = {}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, HERE, os.environ.get("PYTHONPATH")])))
