@@ -105,6 +105,7 @@ def load_source(files: ModelSource, *, device: torch.device | str | int | None =
         for slot, tensor, stored in reader.results():
             place(module, slot.path, tensor, _trainable(slot))
             storage[slot.key] = stored
+        _keep_unread_quantizers(module, root, builder.quantizers.values())
     options = files.options
     if batch_size is not None:  # opened again (materialize, save as LightNet) with the shapes it has now
         options = {**options, "input_shapes": {e.name: list(e.shape) for e in graph.signature.externals}}
@@ -114,6 +115,19 @@ def load_source(files: ModelSource, *, device: torch.device | str | int | None =
     module.meta[INFO_KEY] = ModelInfo(graph, files.graph_text, files.quant_text, slots, storage,
                                       os.fspath(files.source), builder.quantizers, options)
     return module
+
+
+def _keep_unread_quantizers(module: NNEFModule, root: torch.nn.Module, paths: Iterable[str]) -> None:
+    """The FakeQuantize of a graph.quant entry whose tensor no operation reads (fx copies only the submodules its
+    graph calls): still part of the model, saved back with its entry."""
+    for path in paths:
+        holder_name, _, key = path.rpartition(".")
+        holder = module._modules.get(holder_name)
+        if holder is None:
+            holder = torch.nn.Module()
+            module.add_module(holder_name, holder)
+        if key not in holder._modules:
+            holder.add_module(key, root.get_submodule(path))
 
 
 def fill_from_source(module: NNEFModule, device: torch.device | str | int | None,

@@ -45,9 +45,12 @@ class TracedProxy(fx.Proxy):
 
 def _content_key(a: torch.Tensor) -> tuple[Any, ...] | None:
     """What identifies a small CPU constant by value (dtype, shape, bytes); None for others."""
-    if a.device.type != "cpu" or a.numel() > 4096 or a.requires_grad or a.is_inference():
+    if a.is_cuda or a.requires_grad or a.numel() > 4096 or a.is_inference():
         return None
-    return a.dtype, tuple(a.shape), a.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    try:
+        return a.dtype, a.shape, a.numpy().tobytes()
+    except (TypeError, RuntimeError):  # a dtype numpy lacks, a device other than the CPU
+        return None
 
 
 def _tracer_of(values: Any, found: Any) -> Any:
@@ -61,7 +64,7 @@ def _tracer_of(values: Any, found: Any) -> Any:
             found = value.tracer
         elif kind is tuple or kind is list:
             found = _tracer_of(value, found)
-        elif kind not in _PLAIN and kind is not slice:
+        elif kind not in _PLAIN and kind is not slice and kind is not torch.Tensor:  # a tensor: a constant
             return False
         if found is False:
             return False

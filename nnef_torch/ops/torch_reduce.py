@@ -175,7 +175,8 @@ def _channel_multiply_add(input: Any, factor: Any, shift: Any) -> Any:
     channels = static_shape(input)[1]
     dtype = static_dtype(input)
     zeros, ones = torch.zeros(channels, dtype=dtype), torch.ones(channels, dtype=dtype)
-    return F.batch_norm(input, zeros, ones, factor.reshape(channels), shift.reshape(channels), False, 0.0, 0.0)
+    return torch.batch_norm(input, factor.reshape(channels), shift.reshape(channels), zeros, ones, False, 0.0, 0.0,
+                            torch.backends.cudnn.enabled)
 
 
 @torch_op('batch_normalization')

@@ -209,3 +209,25 @@ def test_import_then_export_writes_the_same_entries(source, quantized, tmp_path)
     khronos = nnef.load_graph(str(tmp_path / "again"))
     assert sum(1 for t in khronos.tensors.values() if t.quantization) == len(module.quantizers())
     assert torch.equal(nnef_torch.load(tmp_path / "again")(x), module(x))
+
+
+def test_entry_of_a_tensor_no_operation_reads_is_kept_and_saved(tmp_path):
+    """`z` is computed but nothing reads it: its entry is still a FakeQuantize of the module, and saving writes the
+    entry back (the Khronos parser reads the saved graph.quant)."""
+    nnef = pytest.importorskip("nnef", reason="the Khronos parser reads the saved graph.quant")
+    text = """version 1.0;
+
+graph G( x ) -> ( y )
+{
+    x = external<scalar>(shape = [2, 3]);
+    y = relu(x);
+    z = neg(x);
+}
+"""
+    quant = '"z": linear_quantize(min = -1.0, max = 1.0, bits = 8);\n'
+    module = nnef_torch.load(write_model(tmp_path / "in", text, quant=quant))
+    assert set(module.quantizers()) == {"z"}
+    module.save(tmp_path / "out")
+    graph = nnef.load_graph(str(tmp_path / "out"))
+    assert graph.tensors["z"].quantization["op-name"] == "linear_quantize"
+    assert graph.tensors["z"].quantization["bits"] == 8
