@@ -14,13 +14,11 @@ import argparse
 import os
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_parse import generate  # noqa: E402
+from bench_parse import best_of, generate  # noqa: E402
 
 
 def write_folder(folder: str, ops: int) -> int:
@@ -42,15 +40,6 @@ def write_folder(folder: str, ops: int) -> int:
             with open(path, "wb") as handle:
                 handle.write(encode(data))
     return len(graph.operations)
-
-
-def best_of(repeat: int, fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def measure(sizes: list[int], repeat: int) -> list[tuple[int, float, float | None]]:

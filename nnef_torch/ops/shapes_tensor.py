@@ -147,12 +147,7 @@ def split(value: Shape, *, axis: int, ratios: Sequence[int]) -> list[Shape]:
     if not ratios:
         fail('split', "'ratios' must not be empty")
     check_positive('split', 'ratios', ratios)
-    total = sum(ratios)
-    if value[axis] % total != 0:
-        fail('split', f"the sum of 'ratios' {fmt(ratios)} ({total}) must divide the extent of value {fmt(value)} "
-                      f"along axis {axis} ({value[axis]})")
-    unit = value[axis] // total
-    return [tuple(unit * ratio if i == axis else item for i, item in enumerate(value)) for ratio in ratios]
+    return _chunks(value, axis, ratios)
 
 
 def split_with_empty(value: Shape, *, axis: int, ratios: Sequence[int]) -> list[Shape]:
@@ -160,6 +155,11 @@ def split_with_empty(value: Shape, *, axis: int, ratios: Sequence[int]) -> list[
     check_axis('split', 'axis', axis, len(value))
     if not ratios or any(ratio < 0 for ratio in ratios) or sum(ratios) == 0:
         fail('split', f"items in 'ratios' must be non-negative with a positive sum, found {fmt(ratios)}")
+    return _chunks(value, axis, ratios)
+
+
+def _chunks(value: Shape, axis: int, ratios: Sequence[int]) -> list[Shape]:
+    """The shapes of `split`'s results: `value` cut along `axis` in proportion to `ratios`."""
     total = sum(ratios)
     if value[axis] % total != 0:
         fail('split', f"the sum of 'ratios' {fmt(ratios)} ({total}) must divide the extent of value {fmt(value)} "
