@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import keyword
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from nnef_torch.errors import Location, NNEFError, NNEFOptionError, NNEFSemanticError, NNEFShapeError
@@ -21,6 +20,7 @@ from nnef_torch.ir import types as T
 from nnef_torch.ir.checker import BINARY_FRAGMENTS, UNARY_FRAGMENTS, bind_arguments, resolve_generic
 from nnef_torch.ir.deviations import ERF, STRICT, Deviations, constant_value, lenient_shape, op_deviation
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Tensor, Update, Variable
+from nnef_torch.ir.values import as_tensor, is_tensor_value, literal_dtype, plain, type_of
 from nnef_torch.ops import registry
 
 Atomic = Collection[str] | Callable[[str], bool] | None
@@ -29,14 +29,6 @@ Constants = Callable[[Variable], Any] | None
 MAX_EXPANSION_DEPTH = 100  # fragments expanded inside one another
 # Nested evaluation (each level takes at most three Python frames, so Python's stack limit is never reached first).
 MAX_EVALUATION_DEPTH = 200
-
-
-@dataclass(frozen=True)
-class TensorLiteral:
-    """A literal bound to a tensor-typed parameter of an expanded fragment: operators on it emit operations
-    (as its static type says), and it reaches an emitted operation's inputs as the plain literal."""
-
-    value: Any
 
 
 class Lowerer:
@@ -119,8 +111,8 @@ class Lowerer:
             self.operations.append(Operation("copy", {"x": value}, {}, {"y": Ref(name)}, dtype, loc))
             self.tensors[name] = Tensor(name, dtype, source.shape)
             return Ref(name)
-        value = _plain(value)
-        dtype = _literal_dtype(value)
+        value = plain(value)
+        dtype = literal_dtype(value)
         self.operations.append(Operation("constant", {}, {"shape": [], "value": [value]}, {"output": Ref(name)},
                                          dtype, loc))
         self.tensors[name] = Tensor(name, dtype, ())
@@ -208,7 +200,7 @@ class Lowerer:
                 return tuple(self.evaluate(item, env, generic, h) for item, h in zip(expr.items, hints))
             if kind is ast.UnaryExpr:
                 operand = self.evaluate(expr.operand, env, generic)
-                if _is_tensor_value(operand):
+                if is_tensor_value(operand):
                     return self.invoke(UNARY_FRAGMENTS[expr.op], [(None, operand, expr.loc)], None, expr.loc,
                                        generic)
                 return evaluate.unary(expr.op, operand, expr.loc)
@@ -237,11 +229,11 @@ class Lowerer:
                 start = self.evaluate(link.start, env, generic) if link.start is not None else None
                 end = self.evaluate(link.end, env, generic) if link.end is not None else None
                 value = self.budget.charge(evaluate.slice_range(value, start, end, link.loc), link.loc)
-            elif link.op in ("&&", "||") and not _is_tensor_value(value) and (value if link.op == "||" else not value):
+            elif link.op in ("&&", "||") and not is_tensor_value(value) and (value if link.op == "||" else not value):
                 continue  # lazy on compile-time values: the left operand decides
             else:
                 right = self.evaluate(link.right, env, generic)
-                if link.op != "in" and (_is_tensor_value(value) or _is_tensor_value(right)):
+                if link.op != "in" and (is_tensor_value(value) or is_tensor_value(right)):
                     args = [(None, value, link.left.loc), (None, right, link.right.loc)]
                     value = self.invoke(BINARY_FRAGMENTS[link.op], args, None, link.loc, generic)
                 else:
@@ -305,9 +297,9 @@ class Lowerer:
                loc: Location, generic: ast.PrimitiveType | None, hint: ast.Expr | None = None) -> Any:
         self.budget.steps -= self.budget.INVOCATION_STEPS
         fragment = self.fragments[name]
-        bound = bind_arguments(fragment, args, loc, self.deviations, lambda arg: not _is_tensor_value(arg))
+        bound = bind_arguments(fragment, args, loc, self.deviations, lambda arg: not is_tensor_value(arg))
         # the argument types matter only for deducing a generic type
-        typed = {key: (_type_of(value, self.tensors), arg_loc) for key, (value, arg_loc) in bound.items()} \
+        typed = {key: (type_of(value, self.tensors), arg_loc) for key, (value, arg_loc) in bound.items()} \
             if fragment.generic and explicit is None else {}
         value_type = resolve_generic(fragment, typed, explicit, loc, inside_generic=True)
         values = {}
@@ -324,12 +316,12 @@ class Lowerer:
         # a dialect op written as other ops, or a standard op as a dialect reads it (nnef_torch.dialects)
         rule = self.relaxed.get(name) or registry.lowering_rule_of(name)
         if rule is not None:
-            return rule(self, {key: _plain(value) for key, value in values.items()}, value_type, loc, hint)
+            return rule(self, {key: plain(value) for key, value in values.items()}, value_type, loc, hint)
         if fragment.body is None or self.is_atomic(name):
-            return self.emit(fragment, {key: _plain(value) for key, value in values.items()}, value_type, loc, hint)
+            return self.emit(fragment, {key: plain(value) for key, value in values.items()}, value_type, loc, hint)
         for param in fragment.params:
             if T.contains_tensor(param.type):
-                values[param.name] = _as_tensor(values[param.name])
+                values[param.name] = as_tensor(values[param.name])
         return self.expand(fragment, values, value_type, loc, hint)
 
     def expand(self, fragment: ast.Fragment, values: dict[str, Any], value_type: ast.PrimitiveType | None,
@@ -512,54 +504,6 @@ def _lhs_names(lhs: ast.Expr) -> list[str]:
     if isinstance(lhs, ast.Identifier):
         return [lhs.name]
     return [name for item in lhs.items for name in _lhs_names(item)]
-
-
-def _is_tensor_value(value: Any) -> bool:
-    return isinstance(value, (Ref, TensorLiteral))
-
-
-def _as_tensor(value: Any) -> Any:
-    """Mark the literals in a tensor-typed argument, keeping their static tensor type."""
-    if isinstance(value, list):
-        return [_as_tensor(item) for item in value]
-    if isinstance(value, tuple):
-        return tuple(_as_tensor(item) for item in value)
-    return value if isinstance(value, (Ref, TensorLiteral)) else TensorLiteral(value)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, TensorLiteral):
-        return value.value
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, tuple):
-        return tuple(_plain(item) for item in value)
-    return value
-
-
-def _literal_dtype(value: Any) -> str:
-    if isinstance(value, bool):
-        return "logical"
-    return "integer" if isinstance(value, int) else "scalar"
-
-
-def _type_of(value: Any, tensors: Mapping[str, Tensor]):
-    """The NNEF type of a runtime value (for generic deduction)."""
-    if isinstance(value, Ref):
-        return T.tensor(tensors[value.name].dtype)
-    if isinstance(value, TensorLiteral):
-        return T.tensor(_type_of(value.value, tensors).name)
-    if isinstance(value, bool):
-        return T.LOGICAL
-    if isinstance(value, int):
-        return T.INTEGER
-    if isinstance(value, float):
-        return T.SCALAR
-    if isinstance(value, str):
-        return T.STRING
-    if isinstance(value, list):
-        return ast.ArrayType(_type_of(value[0], tensors)) if value else T.EMPTY_ARRAY
-    return ast.TupleType(tuple(_type_of(item, tensors) for item in value))
 
 
 def _check_label(variable: Variable, labels: dict[str, Variable], loc: Location | None) -> None:
