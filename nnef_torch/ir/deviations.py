@@ -6,6 +6,7 @@ once per place with an `NNEFDeviationWarning` naming the file, line, column and 
 """
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -105,7 +106,8 @@ def constant_value(operations: Sequence[Operation], constants: Callable[[Variabl
     item = None
     if producer is not None and producer.name == "constant" and len(producer.attribs["value"]) == 1:
         item = producer.attribs["value"][0]
-    elif producer is not None and producer.name == "variable" and constants is not None:
+    elif producer is not None and producer.name == "variable" and constants is not None \
+            and math.prod(producer.attribs["shape"]) == 1:  # read only a one-item variable's data
         variable = Variable(producer.outputs["output"].name, producer.attribs["label"], producer.dtype,
                             tuple(producer.attribs["shape"]))
         data = constants(variable)

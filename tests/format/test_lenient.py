@@ -160,6 +160,17 @@ def test_tensor_epsilon_that_is_not_a_constant_is_an_error():
     assert caught.value.location.line == 7
 
 
+def test_tensor_epsilon_of_several_items_is_refused_before_its_data_is_read(tmp_path):
+    """The variable's .dat is absent: the declared shape alone refuses it (no read, whatever its size)."""
+    text = _graph("    e = variable<scalar>(shape = [1000, 1000], label = 'e');\n"
+                  "    y = batch_normalization(x, 0.0, 1.0, 0.0, 1.0, epsilon = e);\n")
+    with pytest.raises(NNEFError, match="a variable of several items") as caught:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NNEFDeviationWarning)
+            _load_text(tmp_path, text)
+    assert caught.value.location.line == 7
+
+
 def test_surplus_tensor_argument_is_an_error():
     with pytest.raises(NNEFError, match="takes at most 1 arguments"):
         read_graph(_graph("    y = relu(x, x);\n"))
