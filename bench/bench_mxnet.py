@@ -104,10 +104,10 @@ def relative_difference(found: Any, expected: Any) -> float:
 # -- load workers: one new process each, printing one JSON line --
 
 STAGES = (  # (stage, module, attribute): the functions a load goes through, wrapped with timers by `instrument`
-    ("symbol JSON", "nnef_torch.frontends", "read_json"),
-    ("symbol JSON", "nnef_torch.frontends.nnvm.graph_json", "parse_graph"),
-    (".params parse", "nnef_torch.frontends.nnvm.params", "load_parameters"),
-    ("to NNEF IR + text", "nnef_torch.frontends.nnvm.convert", "convert_graph"),
+    ("symbol JSON", "nnef_torch.formats", "read_json"),
+    ("symbol JSON", "nnef_torch.formats.nnvm.graph_json", "parse_graph"),
+    (".params parse", "nnef_torch.formats.nnvm.params", "load_parameters"),
+    ("to NNEF IR + text", "nnef_torch.formats.nnvm.convert", "convert_graph"),
     ("NNEF text -> IR", "nnef_torch.importer.load", "read_graph"),
     ("fx graph", "nnef_torch.importer.load", "GraphBuilder.build"),
     ("module build", "nnef_torch.importer.load", "NNEFModule.__init__"),

@@ -2,7 +2,7 @@
 
     write_ndarray_list(path, {"arg:conv0_weight": array, "aux:bn0_running_var": array, ...})
 
-The layout (little-endian) is the one `nnef_torch/frontends/nnvm/params.py` reads: the list magic 0x112 and a
+The layout (little-endian) is the one `nnef_torch/formats/nnvm/params.py` reads: the list magic 0x112 and a
 reserved word (uint64 each), the number of arrays (uint64), each array, then the number of names (uint64) and each
 name (uint64 length, UTF-8 bytes). Each array is written in the V2 layout: magic 0xF993FAC9 (uint32), storage type 0
 (int32, dense), rank (int32) and extents (int64 each), the context (int32 device type 1 = CPU, int32 device id 0),

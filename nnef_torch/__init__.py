@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # what `__getattr__` imports on first use, visible to type ch
     from nnef_torch.exporter.model import Model
     from nnef_torch.importer.load import load
     from nnef_torch.importer.module import NNEFModule
-    from nnef_torch.saving import save
+    from nnef_torch.writers import save
 
 __all__ = ["ExportError", "ForeignFormatError", "Location", "Model", "NNEFContainerError", "NNEFDeviationWarning",
            "NNEFError", "NNEFModule", "NNEFOptionError", "NNEFQuantizationError", "NNEFSemanticError", "NNEFShapeError",
@@ -36,7 +36,7 @@ __all__ = ["ExportError", "ForeignFormatError", "Location", "Model", "NNEFContai
 
 __version__ = "0.1.0"
 
-_TORCH_API = {"load": "nnef_torch.importer.load", "save": "nnef_torch.saving",
+_TORCH_API = {"load": "nnef_torch.importer.load", "save": "nnef_torch.writers",
               "NNEFModule": "nnef_torch.importer.module", "export": "nnef_torch.exporter.export",
               "Model": "nnef_torch.exporter.model"}
 

@@ -25,6 +25,9 @@ class Location:
         return text
 
 
+SHOWN_LINE = 120  # characters of a source line shown under a message: a window around the column on longer lines
+
+
 class NNEFError(Exception):
     """Root of every error raised for bad NNEF input (text, tensor files, quantization files, archives)."""
 
@@ -33,27 +36,53 @@ class NNEFError(Exception):
         self.message = message
         self.location = location
         self.source_line = source_line
+        self.source_column: int | None = None  # the column's place in `source_line` (it may be a window)
 
     def with_source(self, text: str | None, file: str | None = None) -> NNEFError:
-        """Attach the offending line of `text` (the contents of `file`) for compiler-style printing."""
+        """Attach the offending line of `text` (the contents of `file`) for compiler-style printing: at most
+        SHOWN_LINE characters of it, around the column."""
         loc = self.location
         if loc is None:
             return self
         if loc.file is None and file is not None:
             self.location = loc = replace(loc, file=file)
         if text is not None and self.source_line is None and loc.line is not None and loc.file == file:
-            lines = text.split("\n")  # the lexer counts lines at '\n' only
-            if 0 < loc.line <= len(lines):
-                self.source_line = lines[loc.line - 1]
+            line = _line_of(text, loc.line)  # the lexer counts lines at '\n' only
+            if line is not None:
+                self.source_line, self.source_column = _window(line, loc.column)
         return self
 
     def __str__(self) -> str:
         head = f"{self.location}: error: {self.message}" if self.location else f"error: {self.message}"
-        if self.source_line is None or self.location is None or self.location.column is None:
-            return head
-        line = self.source_line.replace("\t", " ")
-        caret = " " * (self.location.column - 1) + "^"
-        return f"{head}\n    {line}\n    {caret}"
+        if not self.source_line or self.location is None or self.location.column is None:
+            return head  # (a source_line of "" says that no line of the file may be shown)
+        line, column = self.source_line, self.source_column
+        if column is None:
+            line, column = _window(line, self.location.column)
+        caret = " " * (column - 1) + "^"
+        return f"{head}\n    {line.replace(chr(9), ' ')}\n    {caret}"
+
+
+def _line_of(text: str, number: int) -> str | None:
+    """Line `number` (1-based) of `text`, found without splitting the whole text."""
+    start = 0
+    for _ in range(number - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return None
+    end = text.find("\n", start)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def _window(line: str, column: int | None) -> tuple[str, int | None]:
+    """At most SHOWN_LINE characters of `line` around `column` ('...' where cut), and the column's place there."""
+    if len(line) <= SHOWN_LINE:
+        return line, column
+    at = (column or 1) - 1
+    start = max(0, min(at - SHOWN_LINE // 2, len(line) - SHOWN_LINE))
+    end = start + SHOWN_LINE
+    shown = ("..." if start else "") + line[start:end] + ("..." if end < len(line) else "")
+    return shown, None if column is None else column - start + (3 if start else 0)
 
 
 class NNEFSyntaxError(NNEFError, ValueError):

@@ -1,6 +1,6 @@
 """Read a whole model: container -> graph text -> IR graph, graph.quant attached, every .dat checked.
 
-A model of another format (NNVM or MXNet JSON, ...) is read through its front end (`nnef_torch.frontends`) into the
+A model of another format (NNVM or MXNet JSON, ...) is read through its front end (`nnef_torch.formats`) into the
 same form: NNEF text and the variables' data. Only composes the format layer and the front ends: the container
 module does the file access, the rest are pure functions.
 """
@@ -17,8 +17,10 @@ from nnef_torch.format import container, tensor_file
 from nnef_torch.format.parser import parse_document
 from nnef_torch.format.quant_file import QuantSpec, read_quantization
 from nnef_torch.format.tensor_file import TensorData
+from nnef_torch.formats.dialects import apply_dialects
 from nnef_torch.ir.graph import Graph, Variable
 from nnef_torch.ir.lower import Atomic, Constants, lower
+from nnef_torch.options import ReadOptions
 from nnef_torch.stdlib import standard_fragments
 
 _KINDS = {"scalar": ("float", "quantized"), "integer": ("integer",), "logical": ("logical",)}
@@ -48,8 +50,13 @@ def read_graph(text: str, *, file: str = "graph.nnef", quant_text: str | None = 
     (README, "Deviations read") with an `NNEFDeviationWarning` each; False: each is an `NNEFError`. constants:
     the data of a variable, by `Variable` (for a constant tensor passed as an attribute)."""
     doc = parse_document(text, file)
+    try:  # `extension tract_registry tract_core;` and similar (the options bind a dialect's dynamic dimensions)
+        doc, declared, relaxed = apply_dialects(doc, input_shapes, batch_size, batch_axes)
+    except NNEFError as error:
+        raise error.with_source(text, doc.loc.file) from None
     graph = lower(doc, atomic=atomic, custom_shapes=custom_shapes, input_shapes=input_shapes, text=text,
-                  batch_size=batch_size, batch_axes=batch_axes, lenient=lenient, constants=constants)
+                  batch_size=batch_size, batch_axes=batch_axes, lenient=lenient, constants=constants,
+                  dialect=(declared, relaxed))
     if quant_text is None:
         return graph
     fragments = dict(standard_fragments())
@@ -120,7 +127,8 @@ class ModelSource:
     files: container.ModelFiles | None = None  # an NNEF container
     arrays: Mapping[str, Any] = field(default_factory=dict)  # a converted model's values by label
     state: frozenset[str] = frozenset()
-    options: dict[str, Any] = field(default_factory=dict)  # how to open it again (format, params, input_shapes)
+    options: ReadOptions = ReadOptions()  # how to open it again (format, params, input_shapes, ...)
+    names: Mapping[str, str] = field(default_factory=dict)  # label -> the name the module keeps it under, if not it
 
     def read_variable(self, variable: Variable) -> TensorData:
         if self.files is not None:
@@ -141,34 +149,32 @@ class ModelSource:
         self.close()
 
 
-def open_source(path: str | os.PathLike, *, format: str | None = None, params: Any = None,
-                input_shapes: Mapping[str, Any] | None = None, inputs: Sequence[str] | None = None,
-                outputs: Sequence[str] | None = None) -> ModelSource:
-    """Open `path` as NNEF (`format='nnef'`), as another format, or as what its content says (by default).
-    `inputs` and `outputs` name the tensors a LightNet model takes and gives (see `frontends.lightnet`)."""
-    from nnef_torch import frontends
+def open_source(path: str | os.PathLike, options: ReadOptions | None = None, **keywords: Any) -> ModelSource:
+    """Open `path` as NNEF (`format='nnef'`), as another format, or as what its content says (by default), with
+    `options` (or `ReadOptions.of(**keywords)`: format, params, input_shapes, inputs, outputs, ...). `inputs` and
+    `outputs` name the tensors a LightNet model takes and gives (see `formats.lightnet`)."""
+    from nnef_torch import formats
 
-    document = None
+    options = ReadOptions.of(**keywords) if options is None else options
+    format, document = options.format, None
     if format is None:
-        format, document = frontends.detect(path)
-    options = {"format": format, "params": params, "input_shapes": dict(input_shapes or {}),
-               "inputs": inputs, "outputs": outputs}
+        format, document = formats.detect(path)
     if format == "nnef":
-        if params is not None:
+        if options.params is not None:
             raise ValueError("params= is for models of other formats; an NNEF model keeps its data in .dat files")
-        if inputs is not None or outputs is not None:
+        if options.inputs is not None or options.outputs is not None:
             raise ValueError("inputs= and outputs= are for LightNet models; an NNEF graph declares its inputs and "
                              "outputs")
         files = container.open_model(path)
         return ModelSource(files.source, "nnef", files.graph_text, files.quant_text,
                            member_path(files.source, "graph.nnef"), member_path(files.source, "graph.quant"), files,
-                           options=options)
-    converted = frontends.convert(path, format=format, document=document, params=params, input_shapes=input_shapes,
-                                  inputs=inputs, outputs=outputs)
+                           options=options.replace(format="nnef"))
+    converted = formats.convert(path, format=format, document=document, params=options.params,
+                                  input_shapes=options.shapes, inputs=options.inputs, outputs=options.outputs)
     where = f"{converted.source} (as NNEF)"
     return ModelSource(converted.source, format, converted.text, converted.quant_text, where,
                        f"{converted.source} (graph.quant)", None, converted.tensors, converted.state,
-                       {**options, **converted.options, "format": format})
+                       options.replace(format=format, **converted.options), converted.names)
 
 
 def read_variable(files: container.ModelFiles, variable: Variable) -> TensorData:

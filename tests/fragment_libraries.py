@@ -1,5 +1,5 @@
 """The operations beyond the standard library that the package defines as fragments in its own `.nnef` libraries
-(the exporter's, each front end's and each dialect's declarations): they may have shape rules and torch
+(the extension library, each front end's and each dialect's declarations): they may have shape rules and torch
 implementations too."""
 from __future__ import annotations
 
@@ -11,6 +11,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "nnef_torch"
 
 def library_fragments() -> set[str]:
     names: set[str] = set()
-    for path in [*PACKAGE.rglob("fragments.nnef"), *PACKAGE.rglob("dialects/*/declarations.nnef")]:
+    for path in [*PACKAGE.rglob("fragments.nnef"), PACKAGE / "stdlib" / "extensions.nnef", *PACKAGE.rglob("formats/*/declarations.nnef")]:
         names.update(re.findall(r"^fragment\s+(\w+)", path.read_text(encoding="utf-8"), flags=re.M))
     return names

@@ -87,7 +87,7 @@ def test_quantization_surface():
 def test_importing_the_format_layer_does_not_import_torch():
     import subprocess
     import sys
-    code = ("import sys, nnef_torch, nnef_torch.frontends.nnvm; nnef_torch.read_graph; nnef_torch.ExportError; "
+    code = ("import sys, nnef_torch, nnef_torch.formats.nnvm; nnef_torch.read_graph; nnef_torch.ExportError; "
             "print('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 

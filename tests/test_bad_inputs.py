@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from nnef_torch.errors import (
+    SHOWN_LINE,
     NNEFError,
     NNEFSemanticError,
     NNEFShapeError,
@@ -131,13 +132,6 @@ SYNTAX = [
             output = relu(input);
         }
         """), NNEFSyntaxError, 2, 18, "expected '->'"),
-    Bad("syntax_missing_version", doc("""
-        graph G( input ) -> ( output )
-        {
-            input = external(shape = [1]);
-            output = relu(input);
-        }
-        """), NNEFSyntaxError, 1, 1, "expected 'version'"),
     Bad("syntax_version_not_real", body("output = relu(input);").replace("1.0", "1", 1), NNEFSyntaxError, 1, 9,
         "version number"),
     # spec 3.2.4: major and minor version separated by a dot
@@ -616,8 +610,45 @@ def _check(error: NNEFError, row: Bad, file: str) -> None:
     assert row.message in error.message, str(error)
     shown = str(error).splitlines()  # compiler style: 'file:line:column: error: ...', the line, a caret under it
     source = row.text.splitlines()[row.line - 1].replace("\t", " ")
-    assert len(shown) == 3 and shown[0].startswith(f"{file}:{row.line}:") and shown[1] == "    " + source, str(error)
-    assert shown[2] == "    " + " " * (error.location.column - 1) + "^", str(error)
+    assert len(shown) == 3 and shown[0].startswith(f"{file}:{row.line}:"), str(error)
+    if len(source) <= SHOWN_LINE:
+        assert shown[1] == "    " + source, str(error)
+        assert shown[2] == "    " + " " * (error.location.column - 1) + "^", str(error)
+    else:  # a long line: a window of it around the column, the caret under the same character
+        window, caret = shown[1][4:], shown[2].index("^") - 4
+        assert len(window) <= SHOWN_LINE + 6 and window.strip(".") in source, str(error)
+        assert window[caret] == source[error.location.column - 1], str(error)
+
+
+# Text that does not begin as an NNEF document does (`version`) may be no NNEF at all, such as a file planted
+# beside a model or named by mistake: the error quotes nothing of it, neither a token nor the line.
+NOT_NNEF = {"missing_version": "graph G( input ) -> ( output )\n{\n    output = relu(input);\n}\n",
+            "password_file": "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n",
+            "private_key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n",
+            "binary": "\x7fELF\x02\x01\x01\x00secret", "unterminated_string": "'secret\n",
+            "long_number": "1" * 100 + "secret", "comment_then_garbage": "# a comment\n  secret = 1;\n"}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_NNEF))
+def test_text_not_beginning_with_version_is_refused_quoting_nothing(name):
+    text = NOT_NNEF[name]
+    with pytest.raises(NNEFSyntaxError, match="expected 'version' at the start") as info:
+        parse_document(text, "graph.nnef")
+    error = info.value.with_source(text, "graph.nnef")  # as a caller attaching the source would
+    shown = str(error)
+    assert error.location.file == "graph.nnef" and "\n" not in shown, shown
+    assert not any(word in shown for word in ("root", "secret", "graph G", "OPENSSH", "relu", "111")), shown
+    assert (error.location.line, error.location.column) == ((2, 3) if name == "comment_then_garbage" else (1, 1))
+
+
+def test_message_about_a_long_line_shows_a_window_of_it():
+    """A message quotes at most SHOWN_LINE characters of the line and 16 items of a list, however long they are."""
+    text = body("output = squeeze(input, axes = [" + ", ".join(["0"] * 100_000) + "]);")
+    with pytest.raises(NNEFShapeError, match="must be unique") as info:
+        lower(parse_document(text, "graph.nnef"), text=text)
+    shown = str(info.value).splitlines()
+    assert len(shown) == 3 and "(100,000 items)" in shown[0] and len(shown[0]) < 200
+    assert shown[1] == "    " + text.splitlines()[5][:SHOWN_LINE] + "..." and shown[2] == "    " + " " * 13 + "^"
 
 
 def test_source_line_after_a_form_feed_is_the_line_counted():

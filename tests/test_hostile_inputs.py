@@ -80,6 +80,10 @@ ROWS = [
         }
         """, "big = variable(shape = [1000000000, 1], label = 'big');", "output = f(big);"), NNEFShapeError, 5, 10,
         "more than the limit of 65536", khronos=LOWERED),
+    # ... and tensors taken as an array are counted too: each is an edge of the graph and an argument in the generated
+    # code (ACCEPTS: Khronos builds the 70,000 edges)
+    Bad("concat_of_70000_names", body("output = concat([" + ", ".join(["input"] * 70_000) + "], axis = 0);"),
+        NNEFShapeError, 6, 14, "more than the limit of 65,536 tensors", khronos=ACCEPTS),
     # class 3: the project's own limit on fragment recursion, at the recursive call, also inside an expression
     # (CRASHES: the Khronos parser recurses until its stack overflows)
     Bad("recursion_inside_an_operator", fragments("""
@@ -221,6 +225,8 @@ from nnef_torch.reader import read_graph, read_model
 from nnef_torch.stdlib import standard_fragments
 from nnef_torch.tensors import read_tensor
 standard_fragments()
+if mode in ("load", "graph_def"):  # the torch side, imported before the measure starts
+    import nnef_torch.graph_def, nnef_torch.importer.load
 
 def status(key):
     with open("/proc/self/status") as handle:
@@ -250,6 +256,15 @@ try:
         read_tensor(path)
     elif mode == "graph":
         read_model(path, load_tensors=False)
+    elif mode == "lightnet":  # the format forced, not detected
+        read_model(path, format="lightnet")
+    elif mode == "load":
+        nnef_torch.importer.load.load(path)
+    elif mode == "graph_def":
+        nnef_torch.graph_def.load(path)
+    elif mode == "relayviz":  # read, checked and drawn as a scene
+        from nnef_torch.viz.relayviz_read import read_relayviz, scene_from_relayviz
+        scene_from_relayviz(read_relayviz(path))
     else:
         read_model(path)
     outcome = {"result": "accepted"}
@@ -346,10 +361,47 @@ def _long_line(items: list[str]) -> str:
                 "output = relu(input);")
 
 
+def _graph_def(documents: dict[str, str], sparse: dict[str, int] | None = None) -> Callable[[Path], tuple[str, str]]:
+    """A graph_def model folder: the MODEL_GRAPH network (with its w.dat), the `documents` beside it and, for each
+    name of `sparse`, a document of that many bytes that holds nothing on disk."""
+    def build(folder: Path) -> tuple[str, str]:
+        _model()(folder)
+        (folder / "m" / "w.dat").write_bytes(GOOD_DAT)
+        for name, text in documents.items():
+            (folder / "m" / name).write_text(text)
+        for name, size in (sparse or {}).items():
+            with open(folder / "m" / name, "wb") as handle:
+                handle.truncate(size)
+        return "graph_def", "m"
+    return build
+
+
+def _network(name: str, comment: int = 0) -> str:
+    """A network of its own `name` reading no data, after a comment line of `comment` characters."""
+    return ("version 1.0;\n# " + "c" * comment + f"\ngraph {name}( input ) -> ( output )\n{{\n"
+            "    input = external(shape = [10]);\n    output = relu(input);\n}\n")
+
+
+def _in_folder(text: str) -> Callable[[Path], tuple[str, str]]:
+    def build(folder: Path) -> tuple[str, str]:
+        (folder / "m").mkdir()
+        (folder / "m" / "graph.nnef").write_text(text)
+        return "load", "m"
+    return build
+
+
+LINE_OF_NAMES = ("version 1.0;\ngraph G( x ) -> ( output )\n{\n    x = external(shape = [1, 1]);\n"
+                 "    output = concat([" + ", ".join(["x"] * 200_000) + "], axis = 1);\n}\n")
+LINE_OF_LOGICALS = body("c = constant(shape = [300000], value = [" + ", ".join(["true", "false"] * 150_000) + "]);",
+                        "output = relu(input);")
 LINE_OF_INTEGERS = _long_line([str(i % 10) for i in range(1_000_000)])
 LINE_OF_SCALARS = _long_line([f"{(i % 997) / 7:.4f}" for i in range(1_000_000)])
 QUANT_ZEROS = '"output": linear_quantize(min = 0.0, max = 1.0, bits = ' + "0" * 5000 + '8);\n'
 QUANT_NINES = '"output": linear_quantize(min = 0.0, max = 1.0, bits = ' + "9" * 5000 + ');\n'
+
+TRACT_RANGE_OF_1E18 = ("version 1.0;\nextension tract_registry tract_core;\ngraph G( input ) -> ( output )\n{\n"
+                       "    input = tract_core_external(shape = [2], datum_type = 'f32');\n"
+                       "    r = tract_core_range(0, 1000000000000000000, 1);\n    output = copy(input);\n}\n")
 
 ROW = {row.id: row for row in ROWS}
 COSTLY = [
@@ -390,8 +442,21 @@ COSTLY = [
     # 8: memory against the source on long lines: at most 20 times the size of the text
     Costly("line_of_1m_integers", _text("g.nnef", LINE_OF_INTEGERS), "accepted", "", 20 * len(LINE_OF_INTEGERS) / 2**20),
     Costly("line_of_1m_scalars", _text("g.nnef", LINE_OF_SCALARS), "accepted", "", 20 * len(LINE_OF_SCALARS) / 2**20),
+    # ... also arrays of names and logicals (kept compact, as numbers are), and a name repeated in a tensor array past
+    # the limit of tensors an operation takes (each one costs an edge and an argument of the generated code)
+    Costly("line_of_200k_names_past_the_tensor_limit", _in_folder(LINE_OF_NAMES), "NNEFShapeError",
+           "m/graph.nnef:5:14", 20 * len(LINE_OF_NAMES) / 2**20),
+    Costly("line_of_300k_logicals", _text("g.nnef", LINE_OF_LOGICALS), "accepted", "", 20 * len(LINE_OF_LOGICALS) / 2**20),
+    # 10: graph_def documents: bounded before they are read, and read one at a time
+    Costly("graph_def_document_past_the_size_limit", _graph_def({}, {"big.nnef": 40 << 20}), "NNEFContainerError",
+           "m/big.nnef", 10),
+    Costly("graph_def_documents_read_one_at_a_time", _graph_def({f"n{i}.nnef": _network(f"n{i}", 2 << 20)
+                                                                 for i in range(8)}), "accepted", "", 10),
     # 9: extents past 64 bits
     Costly("tile_extent_past_64_bits", _text("g.nnef", ROW["tile_extent_past_64_bits"].text), "NNEFShapeError", "graph.nnef:7:12", 10),
+    # 10: what a dialect computes (tract_core_range's items), counted before it is built
+    Costly("tract_core_range_of_1e18_items", _text("g.nnef", TRACT_RANGE_OF_1E18), "NNEFShapeError",
+           "graph.nnef:6:9", 10),
 ]
 
 

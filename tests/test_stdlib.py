@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from fragment_libraries import library_fragments
 
-import nnef_torch.ops.shapes  # noqa: F401
 from nnef_torch.format.printer import print_fragment
 from nnef_torch.ir.deviations import LENIENT_OPS
 from nnef_torch.ops.registry import shape_rules

@@ -9,13 +9,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from nnef_torch import frontends
+from nnef_torch import formats
 from nnef_torch.format import container
 
 PROG = "nnef-torch"
 MODEL_HELP = ("a model: an NNEF folder, graph.nnef file or .tar/.tgz/.tar.gz archive, or a file of another format "
               "(NNVM graph JSON, MXNet -symbol.json, LightNet JSON IR)")
-FORMATS = ("nnef", *frontends.FORMATS)
+FORMATS = ("nnef", *formats.FORMATS)
 
 
 class CLIError(Exception):

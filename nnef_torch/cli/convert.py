@@ -4,11 +4,8 @@ target is written as LightNet's JSON IR and .wts through the LightNet back end (
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from collections.abc import Callable
-
-import numpy as np
 
 from nnef_torch.cli.common import (
     MODEL_HELP,
@@ -21,112 +18,10 @@ from nnef_torch.cli.common import (
 )
 from nnef_torch.cli.report import summary
 from nnef_torch.format import container, tensor_file
-from nnef_torch.format.quant_file import QuantSpec
-from nnef_torch.format.tensor_file import TensorData
+from nnef_torch.format.recode import LAYOUTS, recode
 from nnef_torch.ir.graph import Variable
 from nnef_torch.reader import open_source, read_graph, read_model, read_variable
-
-LAYOUTS = ("keep", "current", "seed")
-CODE_READERS = ("zero_point_linear_quantize", "linear_quantize", "min_max_linear_quantize")  # read current codes
-_SEED_LINEAR = ("linear_quantize", "min_max_linear_quantize")
-
-
-def _fail(variable: Variable, message: str) -> CLIError:
-    return CLIError(f"tensor '{variable.label}' (variable '{variable.name}'): {message}")
-
-
-def _seed_range(variable: Variable, spec: QuantSpec | None) -> dict | None:
-    """The seed header quantization equal to a graph.quant entry, or None where the seed layout cannot hold it
-    (one unsigned min/max range over the whole tensor)."""
-    if spec is None or spec.op not in _SEED_LINEAR:
-        return None
-    args = spec.args
-    if args.get("signed", False) or args.get("symmetric", False):
-        return None
-    if isinstance(args["min"], list) or isinstance(args["max"], list):
-        return None
-    return {"op": "linear_quantize", "min": float(args["min"]), "max": float(args["max"]), "bits": int(args["bits"])}
-
-
-def grid_values(codes: np.ndarray, quantization: dict) -> np.ndarray:
-    """Seed-layout codes as float64 values exactly on their grid, so that encoding them gives the same codes."""
-    bits = int(quantization["bits"])
-    if quantization["op"] == "linear_quantize":
-        low, high = float(np.float32(quantization["min"])), float(np.float32(quantization["max"]))
-        return codes.astype(np.float64) / float((1 << bits) - 1) * (high - low) + low
-    signed = bool(quantization["signed"])
-    magnitude_bits = bits - 1 if signed else bits
-    r, m = (1 << magnitude_bits) - 1, math.ceil(math.log2(float(np.float32(quantization["max"]))))
-    unsigned = codes.astype(np.uint64)
-    exponent = m - (r - (unsigned & np.uint64(r)).astype(np.int64))
-    sign = np.where(unsigned >> np.uint64(magnitude_bits), -1.0, 1.0) if signed else 1.0
-    return sign * np.ldexp(1.0, exponent)
-
-
-def recode(data: TensorData, raw: bytes | bytearray, variable: Variable, spec: QuantSpec | None,
-           layout: str) -> bytes:
-    """The bytes of a variable's tensor file in `layout` ('keep' copies them); quantized data stays codes."""
-    header = data.header
-    codes_kept = header.kind == "quantized" and header.layout == "current" and layout != "seed"
-    if codes_kept and (spec is None or spec.op not in CODE_READERS):
-        have = f"its graph.quant entry is {spec.op}" if spec is not None else "graph.quant has no entry for it"
-        raise _fail(variable, f"the current layout stores quantized codes whose meaning comes from graph.quant, but "
-                              f"{have} (expected one of {', '.join(CODE_READERS)})")
-    if layout == "keep":
-        return bytes(raw)
-    if header.kind == "logical" and layout == "seed":
-        raise _fail(variable, "the seed layout has no logical item type; use --tensor-layout current or keep")
-    if header.kind == "quantized":
-        encoded = _recode_codes(data, variable, spec, layout)
-    else:
-        encoded = tensor_file.encode(data.array, layout=layout)
-    _check_same(data, tensor_file.decode(encoded), variable)
-    return encoded
-
-
-def _recode_codes(data: TensorData, variable: Variable, spec: QuantSpec | None, layout: str) -> bytes:
-    """Quantized codes in `layout`: the same codes, with their meaning in the header (seed) or graph.quant (current)."""
-    header, codes = data.header, data.codes
-    assert codes is not None and header.quantization is not None  # decode gives both for quantized files
-    if header.layout == "current" and layout == "current":
-        return tensor_file.encode(codes, quantization={"signed": header.signed})
-    if header.layout == "current":  # codes -> the seed header's range
-        quantization = _seed_range(variable, spec)
-        if quantization is None:
-            entry = f"follow {spec.op}{_args(spec)}" if spec is not None else "have no graph.quant entry"
-            raise _fail(variable, f"its codes {entry}, which the seed layout cannot express (it holds one unsigned "
-                                  "min/max range per tensor); keep the current layout")
-        return tensor_file.encode(grid_values(codes, quantization), quantization=quantization, layout="seed")
-    wanted = header.quantization
-    if layout == "seed":
-        return tensor_file.encode(grid_values(codes, wanted), quantization=wanted, layout="seed")
-    # seed codes -> current codes, read back through a graph.quant entry that must say the same
-    if wanted["op"] != "linear_quantize":
-        raise _fail(variable, "logarithmic codes have no current-layout form; keep the seed layout")
-    found = _seed_range(variable, spec)
-    if found is None or any(np.float32(found[key]) != np.float32(wanted[key]) for key in ("min", "max", "bits")):
-        entry = f'"{variable.name}": linear_quantize(min = {wanted["min"]}, max = {wanted["max"]}, ' \
-                f'bits = {wanted["bits"]});'
-        raise _fail(variable, "the current layout stores codes whose range comes from graph.quant; it needs the "
-                              f"entry {entry} (add it with --quant) or keep the seed layout")
-    return tensor_file.encode(codes, quantization={"signed": False})
-
-
-def _args(spec: QuantSpec) -> str:
-    return "(" + ", ".join(f"{key} = {value}" for key, value in spec.args.items()) + ")"
-
-
-def _check_same(before: TensorData, after: TensorData, variable: Variable) -> None:
-    """The re-encoded file holds the same codes (quantized) or the same values and dtype."""
-    if before.codes is not None:
-        old, new = before.codes, after.codes
-    else:
-        old, new = before.array, after.array
-        if old.dtype != new.dtype:
-            new = None
-    same = new is not None and old.shape == new.shape and np.array_equal(old, new, equal_nan=old.dtype.kind == "f")
-    if not same:
-        raise _fail(variable, "re-encoding changed the stored values (a bug in nnef_torch)")
+from nnef_torch.writers import FORMATS
 
 
 def _read_quant(path: str) -> str:
@@ -137,8 +32,8 @@ def _read_quant(path: str) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
-    target = args.to or ("lightnet" if args.dst.lower().endswith(".json") else "nnef")
-    if target == "lightnet":
+    from nnef_torch.writers import writer_for
+    if writer_for(args.dst, args.to).name == "lightnet":
         return _to_lightnet(args)
     if args.weights is not None:
         raise CLIError("--weights applies to LightNet targets (a .json DST or --to lightnet)")
@@ -174,31 +69,21 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def _to_lightnet(args: argparse.Namespace) -> int:
-    """Write the source as LightNet's JSON IR (and .wts): its graph through the LightNet back end, with the values
-    of its variables (quantized codes read through their graph.quant entries)."""
-    from nnef_torch.frontends.lightnet.write import lightnet_graph, save_lightnet, wts_path
-    from nnef_torch.importer.weights import to_tensor
+    """Write the source as LightNet's JSON IR (and .wts) through the LightNet writer, with the values of its
+    variables (quantized codes read through their graph.quant entries)."""
+    from nnef_torch.formats.lightnet.write import wts_path
+    from nnef_torch.writers import WRITERS, check_options
+    from nnef_torch.writers.source import opened_source
 
     nnef_only = [option for option, given in (("--tensor-layout", args.tensor_layout != "keep"),
                                               ("--strip-quant", args.strip_quant), ("--quant", args.quant)) if given]
     if nnef_only:
         raise CLIError(f"{', '.join(nnef_only)} applies to NNEF targets; LightNet has no quantization and no .dat "
                        "layouts")
-    shapes = input_shapes(args.input_shape)
-    with open_source(args.src, input_shapes=shapes, **source_options(args)) as source:
-        graph = lightnet_graph(source.graph_text, file=source.graph_file,
-                               input_shapes=(shapes or None) if source.format == "nnef" else None)
-        specs = {}
-        if source.quant_text is not None and source.files is not None:
-            specs = read_graph(source.graph_text, file=source.graph_file, quant_text=source.quant_text,
-                               quant_file=source.quant_file, input_shapes=shapes or None).quantization
-
-        def values(variable: Variable) -> object:
-            data = source.read_variable(variable)
-            return to_tensor(data, specs.get(variable.name), name=variable.name,
-                             file=source.tensor_path(variable.label))[0]
-        weights = args.weights or "file"
-        model = save_lightnet(args.dst, graph, values, weights=weights)
+    writer = WRITERS["lightnet"]
+    weights = args.weights or "file"
+    with open_source(args.src, input_shapes=input_shapes(args.input_shape), **source_options(args)) as source:
+        model = writer.load().write(opened_source(source), args.dst, **check_options(writer, {"weights": weights}))
         origin = "" if source.format == "nnef" else f" (from {source.format})"
     stored = f"{len(model.weights)} weights in {wts_path(args.dst)}" if weights == "file" else "weights inline"
     print(f"converted {args.src}{origin} -> {args.dst} (LightNet JSON IR): {len(model.ops)} ops, {stored}; inputs "
@@ -237,7 +122,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     quant = command.add_mutually_exclusive_group()
     quant.add_argument("--strip-quant", action="store_true", help="leave graph.quant out")
     quant.add_argument("--quant", metavar="FILE", help="add or replace graph.quant (checked against the graph)")
-    command.add_argument("--to", choices=("nnef", "lightnet"),
+    command.add_argument("--to", choices=FORMATS,
                          help="the target format (default: lightnet for a DST ending in .json, else nnef)")
     command.add_argument("--weights", choices=("file", "inline"),
                          help="LightNet targets: the weights in a .wts file beside the JSON (file, the default) or "

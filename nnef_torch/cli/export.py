@@ -98,11 +98,11 @@ def quantization_options(values: list[str]) -> dict[str, Any] | None:
 def _read_back_options(path: str, count: int) -> dict[str, Any]:
     """How to read the written model back: a LightNet file does not say which tensors are inputs; the writer
     creates them first, in the module's input order."""
-    from nnef_torch import frontends
-    if frontends.detect(path)[0] != "lightnet":
+    from nnef_torch import formats
+    if formats.detect(path)[0] != "lightnet":
         return {}
-    from nnef_torch.frontends.json_file import read_json
-    from nnef_torch.frontends.lightnet.ir_json import parse_ir
+    from nnef_torch.formats.json_file import read_json
+    from nnef_torch.formats.lightnet.ir_json import parse_ir
     ir = parse_ir(read_json(path), path)
     creates = [op.tensors_out["dst"] for op in ir.ops if op.optype == "create"]
     return {"inputs": creates[:count]}

@@ -135,13 +135,13 @@ def execute(args: argparse.Namespace) -> int:
     import torch
 
     import nnef_torch
-    from nnef_torch import frontends
+    from nnef_torch import formats
 
     dtype = getattr(torch, args.dtype) if args.dtype else None
     check_device(args.device)
     reference = load_arrays(args.reference) if args.reference else None  # a bad reference fails before any work
     shapes = input_shapes(args.input_shape)
-    if args.input and (args.format or frontends.detect(args.model)[0]) != "nnef":
+    if args.input and (args.format or formats.detect(args.model)[0]) != "nnef":
         shapes = {**given_shapes(args.input), **shapes}
     module = nnef_torch.load(args.model, device=args.device, dtype=dtype, input_shapes=shapes,
                              batch_size=args.batch_size, **source_options(args))

@@ -23,7 +23,6 @@ import torch
 from torch.export.graph_signature import InputKind, InputSpec, OutputKind
 
 from nnef_torch.errors import ExportError
-from nnef_torch.exporter import rules  # noqa: F401  (registers every export rule)
 from nnef_torch.exporter.emitter import Emitter, Unmappable
 from nnef_torch.exporter.problems import Problem, node_problem
 from nnef_torch.exporter.quantization import QuantExport  # (registers the fake quantization rule)

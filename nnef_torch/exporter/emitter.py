@@ -8,10 +8,10 @@ from typing import Any
 import torch
 
 from nnef_torch.format import ast
-from nnef_torch.ir.builder import FLOAT_MAX, Builder, Unmappable, fragment_library, literal
+from nnef_torch.ir.builder import FLOAT_MAX, Builder, Unmappable, literal
 from nnef_torch.ir.graph import Ref
+from nnef_torch.stdlib import extension_fragments
 
-FRAGMENTS_FILE = "fragments.nnef"
 SMALL_CONSTANT = 16  # constants with at most this many items are written inline; larger ones become variables
 
 _NNEF_TYPE = {torch.bool: "logical"}
@@ -26,8 +26,9 @@ def nnef_type(dtype: torch.dtype) -> str:
 
 
 def exporter_fragments() -> dict[str, ast.Fragment]:
-    """The fragments the exporter defines for torch operations without a standard NNEF op (fragments.nnef)."""
-    return fragment_library(__package__, FRAGMENTS_FILE)
+    """The fragments the exporter writes for torch operations without a standard NNEF op (the extension library,
+    `nnef_torch/stdlib/extensions.nnef`)."""
+    return extension_fragments()
 
 
 class Emitter(Builder):

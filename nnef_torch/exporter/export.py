@@ -88,6 +88,8 @@ def finish(graph: Graph, data: dict[str, torch.Tensor], fragments: Sequence[str]
     graph, storage = store_weights(graph, data, options)
     try:
         text = graph_text(graph, fragments)
+    except ExportError as error:  # a value NNEF cannot write (an infinite attribute), named and located
+        raise ExportError(f"{graph.name} cannot be written as NNEF text: {error}") from None
     except Exception as error:  # an invariant of our own broke: still an ExportError, with the cause chained
         raise ExportError(f"{graph.name} cannot be written as NNEF text: internal error {type(error).__name__}: "
                           f"{error} (a bug in nnef_torch)") from error

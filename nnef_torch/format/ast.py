@@ -71,7 +71,7 @@ class Identifier:
 
 @dataclass(frozen=True)
 class ArrayExpr:
-    items: tuple[Expr, ...] | NumberItems
+    items: tuple[Expr, ...] | NumberItems | NameItems
     loc: Location = _loc()
 
 
@@ -150,17 +150,17 @@ class Invocation:
 
 
 class NumberItems(Sequence["Literal | UnaryExpr"]):
-    """The items of an array written with numbers only (`[1, -2, 3]`, all integers or all scalars), kept as one
-    machine number and one position per item instead of a node per item: a 1M-item line then costs about 17 bytes
-    an item. It reads as the tuple of nodes the parser would otherwise make (a negative number is a minus applied
-    to a literal); `values()` gives the numbers at once."""
+    """The items of an array written with numbers only (`[1, -2, 3]`, all integers or all scalars) or logicals only
+    (`[true, false]`), kept as one machine number and one position per item instead of a node per item: a 1M-item
+    line then costs about 17 bytes an item. It reads as the tuple of nodes the parser would otherwise make (a
+    negative number is a minus applied to a literal); `values()` gives the values at once."""
 
     __slots__ = ("kind", "file", "_numbers", "_minus", "_lines", "_columns")
 
     def __init__(self, kind: str, file: str | None):
-        self.kind = kind  # 'integer' or 'scalar'
+        self.kind = kind  # 'integer', 'scalar' or 'logical'
         self.file = file
-        self._numbers = array("q" if kind == "integer" else "d")  # signed values
+        self._numbers = array({"integer": "q", "scalar": "d", "logical": "b"}[kind])  # signed values
         self._minus = bytearray()  # 1 where the item is written with a minus (also -0)
         self._lines = array("I")
         self._columns = array("I")  # of the number, or of its minus sign (the number then follows it directly)
@@ -173,6 +173,8 @@ class NumberItems(Sequence["Literal | UnaryExpr"]):
 
     def values(self) -> list[Any]:
         """The items' values, as evaluation gives them."""
+        if self.kind == "logical":
+            return [value != 0 for value in self._numbers]
         return self._numbers.tolist()
 
     def __len__(self) -> int:
@@ -188,6 +190,8 @@ class NumberItems(Sequence["Literal | UnaryExpr"]):
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
         value, line, column = self._numbers[index], self._lines[index], self._columns[index]
+        if self.kind == "logical":
+            return Literal(value != 0, self.kind, Location(self.file, line, column))
         if not self._minus[index]:
             return Literal(value, self.kind, Location(self.file, line, column))
         number = Literal(-value, self.kind, Location(self.file, line, column + 1))
@@ -209,6 +213,67 @@ class NumberItems(Sequence["Literal | UnaryExpr"]):
 
     def __repr__(self) -> str:
         return f"NumberItems({self.kind}, {self.values()!r})"
+
+
+class NameItems(Sequence["Identifier"]):
+    """The items of an array written with identifiers only (`[a, b, a]`), kept as one shared name and one position
+    per item instead of a node per item (about 16 bytes an item, so that `[x, x, x, ...]` costs a few times its
+    text). It reads as the tuple of `Identifier` nodes the parser would otherwise make; `names()` gives the names."""
+
+    __slots__ = ("file", "_names", "_lines", "_columns", "_interned")
+
+    def __init__(self, file: str | None):
+        self.file = file
+        self._names: list[str] = []
+        self._lines = array("I")
+        self._columns = array("I")
+        self._interned: dict[str, str] = {}  # one string object per distinct name
+
+    def append(self, name: str, line: int, column: int) -> None:
+        self._names.append(self._interned.setdefault(name, name))
+        self._lines.append(line)
+        self._columns.append(column)
+
+    def names(self) -> list[str]:
+        """The items' names, in order."""
+        return list(self._names)
+
+    def first_places(self) -> dict[str, int]:
+        """Each distinct name and the index of its first item, in order of first appearance."""
+        first: dict[str, int] = {}
+        for index, name in enumerate(self._names):
+            first.setdefault(name, index)
+        return first
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @overload
+    def __getitem__(self, index: int) -> Identifier: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Identifier, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        return Identifier(self._names[index], Location(self.file, self._lines[index], self._columns[index]))
+
+    def __iter__(self) -> Iterator[Identifier]:
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NameItems):
+            return self._names == other._names
+        if isinstance(other, tuple):
+            return tuple(self) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"NameItems({self._names!r})"
 
 
 Expr = (Literal | Identifier | ArrayExpr | TupleExpr | UnaryExpr | BinaryExpr | IfElseExpr | Comprehension

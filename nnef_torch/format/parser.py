@@ -32,41 +32,42 @@ _ENDS = frozenset((",", ")", ";", "]"))  # punctuation that no operator of an ex
 _R = TypeVar("_R")
 
 
+# What a file must begin with to be read as NNEF. Until it has, an error quotes nothing of the file (no token, no
+# source line): a file that is not NNEF at all (a stray or planted file) is never echoed into a message.
+_DOCUMENT_START = "'version' at the start of an NNEF document (after any comments)"
+_QUANT_START = "a quoted tensor name at the start of a quantization file (its first entry)"
+
+
 @gc_paused
 def parse_document(text: str, file: str | None = None) -> ast.Document:
     """Parse a whole document: version, extensions, fragment definitions and the graph."""
-    parser = _Parser(text, file)
-    return parser.run(lambda: parser.document(require_graph=True))
+    return _parse(text, file, lambda parser: parser.document(require_graph=True), _DOCUMENT_START)
 
 
 @gc_paused
 def parse_fragments(text: str, file: str | None = None) -> tuple[ast.Fragment, ...]:
     """Parse a fragment library (such as the standard library): fragment definitions only."""
-    parser = _Parser(text, file)
-    return parser.run(lambda: parser.document(require_graph=False)).fragments
+    return _parse(text, file, lambda parser: parser.document(require_graph=False)).fragments
 
 
 @gc_paused
 def parse_expression(text: str, file: str | None = None) -> ast.Expr:
     """Parse one expression (used by graph.quant and tests)."""
-    parser = _Parser(text, file)
-
-    def whole() -> ast.Expr:
+    def whole(parser: _Parser) -> ast.Expr:
         expr = parser.expression()
         parser.expect("eof")
         return expr
-    return parser.run(whole)
+    return _parse(text, file, whole)
 
 
 @gc_paused
 def parse_quantization(text: str, file: str | None = None) -> tuple[ast.QuantEntry, ...]:
     """Parse graph.quant (spec 5.3): lines of `"tensor": op(name = value, ...);`."""
-    parser = _Parser(text, file)
-
-    def entries() -> tuple[ast.QuantEntry, ...]:
+    def entries(parser: _Parser) -> tuple[ast.QuantEntry, ...]:
         found = []
         while parser.tok.kind != "eof":
             key = parser.expect("string")
+            parser.recognized = True
             parser.expect(":")
             if parser.tok.kind != "identifier":
                 raise parser.error(f"expected a quantization operation, found {_describe(parser.tok)}")
@@ -74,7 +75,23 @@ def parse_quantization(text: str, file: str | None = None) -> tuple[ast.QuantEnt
             parser.expect(";")
             found.append(ast.QuantEntry(key.value, invocation, parser.loc(key)))
         return tuple(found)
-    return parser.run(entries)
+    return _parse(text, file, entries, _QUANT_START)
+
+
+def _parse(text: str, file: str | None, rule: Callable[[_Parser], _R], start: str | None = None) -> _R:
+    """Run `rule` on a parser of `text`; an error before it has begun as `start` says (see _DOCUMENT_START) quotes
+    nothing of it."""
+    parser = None
+    try:
+        parser = _Parser(text, file)
+        parser.recognized = start is None
+        return parser.run(lambda: rule(parser))
+    except NNEFSyntaxError as error:
+        if start is None or parser is not None and parser.recognized:
+            raise
+        # source_line "": no line of the file is shown, even where a caller attaches the source later
+        raise NNEFSyntaxError(f"expected {start}; this file does not begin so, and none of it is shown",
+                              error.location, source_line="") from None
 
 
 class _Parser:
@@ -88,6 +105,7 @@ class _Parser:
         self._ahead: list[Token] = []  # tokens already read after the current one
         self.previous: Token | None = None  # the token before the current one
         self.depth = 0  # nesting of recursive rules, see MAX_NESTING
+        self.recognized = True  # whether the text has begun as NNEF does (see _parse)
         self._line_starts = shortcut.LineStarts(text)
 
     def run(self, rule: Callable[[], _R]) -> _R:
@@ -173,6 +191,7 @@ class _Parser:
         version, version_loc = "", None
         if require_graph or self.at("version"):
             self.expect("version")
+            self.recognized = True
             number = self.tok
             if number.kind != "scalar" or "e" in number.text.lower() or number.text.endswith("."):
                 raise self.error(f"expected a version number such as 1.0, found {_describe(number)}")
@@ -489,10 +508,10 @@ class _Parser:
         if self.accept("["):
             if self.at("for"):
                 return self.comprehension(loc)
-            numbers = self.number_items()
-            if numbers is not None and self.accept("]"):
-                return ast.ArrayExpr(numbers, loc)
-            items = list(numbers or ())
+            atoms = self.atom_items()
+            if atoms is not None and self.accept("]"):
+                return ast.ArrayExpr(atoms, loc)
+            items = list(atoms or ())
             if not items and not self.at("]"):
                 items.append(self.expression())
             while self.accept(","):
@@ -501,35 +520,39 @@ class _Parser:
             return ast.ArrayExpr(tuple(items), loc)
         raise self.error(f"expected an expression, found {_describe(token)}")
 
-    def number_items(self) -> ast.NumberItems | None:
-        """The leading items of an array that are plain numbers of one kind (`1`, or `-1` with the minus right
-        before the number), each followed by ']' or by ',' and another such item; None if the first is not one.
-        Stops before the ',' or ']' that ends them, so that a general item may follow."""
+    def atom_items(self) -> ast.NumberItems | ast.NameItems | None:
+        """The leading items of an array that are atoms of one kind, kept compact: plain numbers of one kind (`1`, or
+        `-1` with the minus right before the number), logicals or identifiers, each followed by ']' or by ',' and
+        another such item; None if the first is not one. Stops before the ',' or ']' that ends them."""
         if self.depth >= MAX_NESTING:  # items nest one level deeper: let the general rule refuse them
             return None
-        found = self._number_ahead(0)
+        found = self._atom_ahead(0)
         if found is None:
             return None
-        numbers = ast.NumberItems(found[0].kind, self.file)
+        kind = found[0].kind
+        items = ast.NameItems(self.file) if kind == "identifier" else ast.NumberItems(kind, self.file)
         while True:
-            number, minus = found
-            numbers.append(number.value, minus is not None, number.line, (minus or number).column)
+            atom, minus = found
+            if isinstance(items, ast.NameItems):
+                items.append(atom.text, atom.line, atom.column)
+            else:
+                items.append(atom.value, minus is not None, atom.line, (minus or atom).column)
             if minus is not None:
                 self.advance()
             self.advance()
-            if not self.at(",") or (found := self._number_ahead(1)) is None or found[0].kind != numbers.kind:
-                return numbers
+            if not self.at(",") or (found := self._atom_ahead(1)) is None or found[0].kind != kind:
+                return items
             self.advance()
 
-    def _number_ahead(self, at: int) -> tuple[Token, Token | None] | None:
-        """(number, minus or None) when the tokens from `at` places ahead are one plain number item."""
+    def _atom_ahead(self, at: int) -> tuple[Token, Token | None] | None:
+        """(atom, minus or None) when the tokens from `at` places ahead are one atom item (see `atom_items`)."""
         token = self.peek(at)
         minus = None
         if token.kind == "punct" and token.text == "-":
             minus, token = token, self.peek(at + 1)
-            if token.line != minus.line or token.column != minus.end:
+            if token.line != minus.line or token.column != minus.end or token.kind not in ("integer", "scalar"):
                 return None
-        if token.kind not in ("integer", "scalar"):
+        if token.kind not in ("integer", "scalar", "logical", "identifier"):
             return None
         after = self.peek(at + (2 if minus is not None else 1))
         return (token, minus) if after.kind == "punct" and after.text in (",", "]") else None
@@ -588,9 +611,10 @@ class _Parser:
 def _describe(token: Token) -> str:
     if token.kind == "eof":
         return "end of input"
+    text = token.text if len(token.text) <= 40 else token.text[:37] + "..."
     if token.kind == "string":
-        return f"string '{token.text}'"
-    return f"'{token.text}'"
+        return f"string '{text}'"
+    return f"'{text}'"
 
 
 def _describe_expected(what: str) -> str:

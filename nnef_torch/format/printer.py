@@ -2,11 +2,15 @@
 
 Parentheses are added wherever precedence needs them, and also around a unary expression that is the left operand
 of a binary operator (`(-a) + b`), because parsers disagree on how tightly unary minus binds.
+
+A value NNEF has no literal for (an infinite or NaN scalar) is an `ExportError`: the text cannot be written. Printing
+an invocation names the argument and the operation, and the operation's source position where it has one.
 """
 from __future__ import annotations
 
 import math
 
+from nnef_torch.errors import ExportError
 from nnef_torch.format import ast
 
 _INDENT = "    "
@@ -80,7 +84,7 @@ def print_literal(value: object) -> str:
 
 def _print_scalar(value: float) -> str:
     if not math.isfinite(value):
-        raise ValueError(f"NNEF has no literal for {value}")
+        raise ExportError(f"NNEF has no literal for the scalar {value} (only finite numbers can be written)")
     text = repr(float(value))
     mantissa, _, exponent = text.partition("e")
     if "." not in mantissa:
@@ -114,10 +118,26 @@ def print_expr(expr: ast.Expr, context: int = 0) -> str:
         return f"{expr.name}({print_expr(expr.arg)})"
     if isinstance(expr, ast.Invocation):
         generic = f"<{expr.generic}>" if expr.generic is not None else ""
-        args = ", ".join(print_expr(arg.value) if arg.name is None else f"{arg.name} = {print_expr(arg.value)}"
-                         for arg in expr.args)
+        args = ", ".join(_print_argument(expr, arg) for arg in expr.args)
         return f"{expr.name}{generic}({args})"
     raise TypeError(f"not an NNEF expression: {expr!r}")
+
+
+class _NamedError(ExportError):
+    """An unprintable value already named by the invocation whose argument it is."""
+
+
+def _print_argument(invocation: ast.Invocation, arg: ast.Argument) -> str:
+    try:
+        text = print_expr(arg.value)
+    except _NamedError:  # named by an invocation nested in this one
+        raise
+    except ExportError as error:
+        what = f"attribute '{arg.name}'" if arg.name is not None else "a positional argument"
+        named = _NamedError(f"{what} of '{invocation.name}': {error.message}")
+        named.location = next((loc for loc in (arg.loc, invocation.loc) if loc.line is not None), None)
+        raise named from None
+    return text if arg.name is None else f"{arg.name} = {text}"
 
 
 def _print_chain(expr: ast.BinaryExpr | ast.IndexExpr | ast.RangeExpr, context: int) -> str:

@@ -36,7 +36,7 @@ def read_quantization(text: str, fragments: Mapping[str, ast.Fragment], file: st
         return specs
     except NNEFError as error:
         if not isinstance(error, NNEFQuantizationError):
-            error = NNEFQuantizationError(error.message, error.location)
+            error = NNEFQuantizationError(error.message, error.location, error.source_line)
         raise error.with_source(text, file) from None
 
 

@@ -9,10 +9,18 @@ from typing import Any
 
 import numpy as np
 
-from nnef_torch.errors import NNEFContainerError, NNEFError, NNEFOptionError
+from nnef_torch.errors import (
+    Location,
+    NNEFContainerError,
+    NNEFError,
+    NNEFOptionError,
+    NNEFSemanticError,
+    NNEFShapeError,
+)
 from nnef_torch.format import container, tensor_file
 from nnef_torch.graph_def.graph import ProtoGraph
 from nnef_torch.graph_def.network import ProtoNetwork
+from nnef_torch.ir.graph import Graph, Variable
 
 RE_BATCH = 3  # the batch size a variable-batch network must also read at, beside its own
 
@@ -22,26 +30,36 @@ def load(path: str | os.PathLike, *, batch_size: int | None = None, exclude_para
     """The networks of a model: graph.nnef (the default network) and the other documents saved beside it, or
     the one network of a model of another format. batch_size re-declares every input's first axis.
     exclude_parameter: read no tensor data. parameter_only: read the data and no network. parameters: values
-    by label to use instead of the files' (a caller-owned parameter store)."""
+    by label to use instead of the files' (a caller-owned parameter store). Networks must have distinct names,
+    and variables of one label (in any network) one shape and type: else a located NNEFError."""
     if exclude_parameter and parameter_only:
         raise NNEFOptionError("exclude_parameter and parameter_only exclude each other")
     from nnef_torch.reader import open_source, read_graph
 
     owner = ProtoGraph(parameters=parameters)
     with open_source(path) as source:
-        documents = {"graph.nnef": (source.graph_text, source.quant_text, source.graph_file, source.quant_file)}
-        if source.files is not None:
-            others = source.files.documents()
-            for name, text in others.items():
-                if name.lower().endswith(".nnef"):
-                    quant = others.get(name[:-5] + ".quant")
-                    documents[name] = (text, quant, container_member(source.source, name),
-                                       container_member(source.source, name[:-5] + ".quant"))
-        graphs = []
-        for text, quant, file, quant_file in documents.values():
-            graph = read_graph(text, file=file, quant_text=quant, quant_file=quant_file,
-                               batch_size=batch_size)
-            graphs.append(graph)
+        graphs = [read_graph(source.graph_text, file=source.graph_file, quant_text=source.quant_text,
+                             quant_file=source.quant_file, batch_size=batch_size)]
+        files = [source.graph_file]
+        if source.files is not None:  # the other documents, read and lowered one at a time
+            names = source.files.document_names()
+            for name in names:
+                if not name.lower().endswith(".nnef"):
+                    continue
+                text = source.files.document(name)
+                if text is None:
+                    continue
+                quant_name = name[:-5] + ".quant"
+                quant = source.files.document(quant_name) if quant_name in names else None
+                file = container_member(source.source, name)
+                graph = read_graph(text, file=file, quant_text=quant, quant_file=container_member(source.source,
+                                                                                                   quant_name),
+                                   batch_size=batch_size)
+                _check_name(graph, file, text, graphs, files)
+                graphs.append(graph)
+                files.append(file)
+                del text, quant
+        _check_labels(graphs)
         if not exclude_parameter:
             for graph in graphs:
                 for variable in graph.signature.variables:
@@ -52,6 +70,45 @@ def load(path: str | os.PathLike, *, batch_size: int | None = None, exclude_para
         for graph in graphs:
             owner.add(ProtoNetwork(owner, graph.name, graph, {}, state=source.state))
     return owner
+
+
+def _check_name(graph: Graph, file: str, text: str, graphs: list[Graph], files: list[str]) -> None:
+    """A network's name is its key in the ProtoGraph (and its file name when saved): one per network."""
+    for first, first_file in zip(graphs, files):
+        if first.name == graph.name:
+            raise NNEFSemanticError(f"network '{graph.name}' is defined twice: in {first_file} and here (each "
+                                    f"network of a model needs its own graph name)", _graph_location(text, file))
+
+
+def _graph_location(text: str, file: str) -> Location:
+    """Where `text` declares its graph (parsed again: this is only needed for an error)."""
+    from nnef_torch.format.parser import parse_document
+    graph = parse_document(text, file).graph
+    return graph.loc if graph is not None else Location(file=file)
+
+
+def _check_labels(graphs: list[Graph]) -> None:
+    """Variables of one label share one .dat file, in every network: they must agree on its shape and type."""
+    first: dict[str, tuple[Variable, Graph]] = {}
+    for graph in graphs:
+        for variable in graph.signature.variables:
+            seen = first.setdefault(variable.key, (variable, graph))
+            earlier, earlier_graph = seen
+            if earlier_graph is graph or (earlier.shape, earlier.dtype) == (variable.shape, variable.dtype):
+                continue
+            where = _variable_location(earlier_graph, earlier)
+            raise NNEFShapeError(
+                f"variable '{variable.name}' of network '{graph.name}' has label '{variable.label}' with shape "
+                f"{list(variable.shape)} and type {variable.dtype}, but variable '{earlier.name}' of network "
+                f"'{earlier_graph.name}' ({where or 'its graph'}) has that label with shape {list(earlier.shape)} and "
+                f"type {earlier.dtype}: networks share the data of a label", _variable_location(graph, variable))
+
+
+def _variable_location(graph: Graph, variable: Variable) -> Location | None:
+    for op in graph.operations:
+        if op.name == "variable" and op.outputs["output"].name == variable.name:
+            return op.location
+    return None
 
 
 def container_member(source: str, name: str) -> str:

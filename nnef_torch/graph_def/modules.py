@@ -17,6 +17,7 @@ def build_module(network: ProtoNetwork, batch_size: int | None) -> NNEFModule:
     gradients."""
     from nnef_torch.importer.load import load_source
     from nnef_torch.importer.module import place
+    from nnef_torch.options import ReadOptions
     from nnef_torch.reader import ModelSource
 
     owner = network.owner
@@ -28,8 +29,8 @@ def build_module(network: ProtoNetwork, batch_size: int | None) -> NNEFModule:
                         "ProtoGraph.set_parameter)")
     source = ModelSource(f"graph_def:{network.name}", "nnef", network.text(), network.quant_text(),
                          f"{network.name} (graph_def)", f"{network.name} (graph_def graph.quant)",
-                         state=network.state)
-    module = load_source(source, device="meta", batch_size=batch_size)
+                         state=network.state, options=ReadOptions(format="nnef", batch_size=batch_size))
+    module = load_source(source, device="meta")
     for slot in module.nnef.slots.values():
         trainable = not slot.state and slot.key not in network.fixed
         shared = owner.shared_tensor(slot.label, trainable=not slot.state)

@@ -43,13 +43,14 @@ class Slot:
     updated: bool = False  # written by an `update`: read once per call as a copy of its old value
 
 
-def plan_slots(graph: Graph, state: Collection[str] = ()) -> dict[str, Slot]:
+def plan_slots(graph: Graph, state: Collection[str] = (), names: Mapping[str, str] | None = None) -> dict[str, Slot]:
     """One slot per label key, in declaration order; variables written by `update`, and those whose labels are
-    in `state` (what a front end knows to be state, such as moving statistics), are buffers."""
+    in `state` (what a front end knows to be state, such as moving statistics), are buffers. `names`: the name a
+    front end's file gives a label's tensor, where the label could not hold it (its attribute path follows it)."""
     groups = graph.shared_variables()
     updated = {update.variable for update in graph.signature.updates}
     state_keys = {label.lower() for label in state}
-    paths = label_paths(variables[0].label for variables in groups.values())
+    paths = label_paths((variables[0].label for variables in groups.values()), names)
     slots = {}
     for key, variables in groups.items():
         first = variables[0]
@@ -65,7 +66,7 @@ def implementations(custom_ops: Mapping[str, Callable[..., Any]] | None) -> Call
     def find(name: str) -> Callable | None:
         if name in custom:
             return custom[name]
-        op = registry.entry(name)
+        op = registry.entry(name, "torch")
         return (op.module or op.torch) if op is not None else None
     return find
 
@@ -76,7 +77,7 @@ def module_state(graph: Graph, custom_ops: Collection[str] = ()) -> set[str]:
     variables = {variable.name: variable for variable in graph.signature.variables}
     labels = set()
     for op in graph.operations:
-        entry = registry.entry(op.name)
+        entry = registry.entry(op.name, "torch")
         if entry is None or entry.module is None or op.name in custom_ops:
             continue
         for name in entry.state:
@@ -206,7 +207,7 @@ class GraphBuilder:
         args = [self.value(value) for value in op.inputs.values()]
         kwargs = {python_name(key): value for key, value in op.attribs.items()}
         before = _last_node(self.tracer.graph)
-        entry = registry.entry(op.name)
+        entry = registry.entry(op.name, "torch")
         if op.name in self.custom:
             result = self._custom_call(fn, args, kwargs, op)
         elif entry is not None and entry.module is not None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-import nnef_torch.ops.torch_ops  # noqa: F401  (registers the torch implementations)
-from nnef_torch.errors import NNEFError
+from nnef_torch.errors import NNEFError, NNEFShapeError
+from nnef_torch.format.lexer import MAX_INTEGER
 from nnef_torch.gc_pause import gc_paused
 from nnef_torch.importer import fuse as fusion
 from nnef_torch.importer.build import (
@@ -25,8 +25,11 @@ from nnef_torch.importer.build import (
 from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
 from nnef_torch.importer.weights import Storage, declared_dtype, to_tensor
 from nnef_torch.ir.graph import Graph
+from nnef_torch.ops import registry
+from nnef_torch.options import ImportOptions, ReadOptions
 from nnef_torch.reader import ModelSource, check_batch_format, constant_reader, open_source, read_graph
 
+registry.require("shape", "torch")  # the importer generates code from the table's shape rules and torch kernels
 PROGRESS_BYTES = 64 << 20  # show a progress bar on a terminal from this many bytes of variables
 
 
@@ -61,42 +64,41 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
     The module is returned in eval mode, ready for inference; `.train()` switches the operations that follow the
     training mode (batch statistics and dropout of imported MXNet models) to their training behaviour.
     """
-    with open_source(path, format=format, params=params, input_shapes=input_shapes, inputs=inputs,
-                     outputs=outputs) as files:
-        check_batch_format(files.format, batch_size, batch_axes)
-        return load_source(files, device=device, dtype=dtype, input_shapes=input_shapes, custom_ops=custom_ops,
-                           progress=progress, batch_size=batch_size, batch_axes=batch_axes, fuse=fuse,
-                           lenient=lenient)
+    read = ReadOptions.of(format=format, params=params, input_shapes=input_shapes, inputs=inputs, outputs=outputs,
+                          batch_size=batch_size, batch_axes=batch_axes, lenient=lenient)
+    options = ImportOptions.of(device=device, dtype=dtype, custom_ops=custom_ops, fuse=fuse, progress=progress)
+    with open_source(path, read) as files:
+        return load_source(files, options)
 
 
 @gc_paused
-def load_source(files: ModelSource, *, device: torch.device | str | int | None = None,
-                dtype: torch.dtype | None = None, input_shapes: Mapping[str, Any] | None = None,
-                custom_ops: Mapping[str, Callable[..., Any]] | None = None, progress: bool | None = None,
-                batch_size: int | None = None, batch_axes: Mapping[str, int | None] | None = None,
-                fuse: bool | Collection[str] = True, lenient: bool = True) -> NNEFModule:
-    """The module of an opened model source (a file's, or one made in memory, as graph_def's networks are); the
-    options are `load`'s."""
-    if dtype is not None and not dtype.is_floating_point:
-        raise ValueError(f"dtype must be a floating dtype, not {dtype}")
+def load_source(files: ModelSource, options: ImportOptions | None = None, **keywords: Any) -> NNEFModule:
+    """The module of an opened model source (a file's, or one made in memory, as graph_def's networks are), read
+    with the source's `ReadOptions` and imported with `options` (or `ImportOptions.of(**keywords)`)."""
+    options = ImportOptions.of(**keywords) if options is None else options
+    read = files.options
+    check_batch_format(files.format, read.batch_size, read.axes)
+    custom_ops = options.custom_ops or {}
     find = implementations(custom_ops)
-    custom_shapes = {name: _meta_shape_rule(fn) for name, fn in (custom_ops or {}).items()}
-    device = torch.device(device) if device is not None else None
+    custom_shapes = {name: _meta_shape_rule(fn) for name, fn in custom_ops.items()}
+    device, dtype = options.device, options.dtype
+    nnef = files.format == "nnef"
     graph = read_graph(files.graph_text, file=files.graph_file, quant_text=files.quant_text,
                        quant_file=files.quant_file, atomic=lambda name: find(name) is not None,
-                       custom_shapes=custom_shapes, input_shapes=input_shapes if files.format == "nnef" else None,
-                       batch_size=batch_size, batch_axes=batch_axes, lenient=lenient,
+                       custom_shapes=custom_shapes, input_shapes=read.shapes if nnef else None,
+                       batch_size=read.batch_size, batch_axes=read.axes, lenient=read.lenient,
                        constants=constant_reader(files))
-    graph = fusion.fuse(graph, fuse, replaced=set(custom_ops or ()))
+    graph = fusion.fuse(graph, options.fuse, replaced=set(custom_ops))
     check_supported(graph, find)
-    slots = plan_slots(graph, files.state | module_state(graph, set(custom_ops or ())))
+    slots = plan_slots(graph, files.state | module_state(graph, set(custom_ops)), files.names)
     root = torch.nn.Module()  # meta placeholders: the graph is generated while the data is being read
     for slot in slots.values():
+        _check_size(graph, slot, declared_dtype(slot.nnef_type, dtype))
         empty = torch.empty(slot.shape, dtype=declared_dtype(slot.nnef_type, dtype), device="meta")
         place(root, slot.path, empty, _trainable(slot))
     storage: dict[str, Storage] = {}
-    with _Reader(files, graph, slots, device, dtype, progress) as reader:
-        builder = GraphBuilder(graph, root, slots, find, custom_ops, dtype)
+    with _Reader(files, graph, slots, device, dtype, options.progress) as reader:
+        builder = GraphBuilder(graph, root, slots, find, custom_ops or None, dtype)
         fx_graph = builder.build()
         module = NNEFModule(root, fx_graph, class_name=_class_name(graph.name))
         for slot in slots.values():  # variables no operation reads are still part of the model
@@ -106,15 +108,25 @@ def load_source(files: ModelSource, *, device: torch.device | str | int | None =
             place(module, slot.path, tensor, _trainable(slot))
             storage[slot.key] = stored
         _keep_unread_quantizers(module, root, builder.quantizers.values())
-    options = files.options
-    if batch_size is not None:  # opened again (materialize, save as LightNet) with the shapes it has now
-        options = {**options, "input_shapes": {e.name: list(e.shape) for e in graph.signature.externals}}
     if builder.quantizers and device is not None and device.type != "meta":
         module.get_submodule(QUANTIZERS).to(device)
     module.eval()
     module.meta[INFO_KEY] = ModelInfo(graph, files.graph_text, files.quant_text, slots, storage,
-                                      os.fspath(files.source), builder.quantizers, options)
+                                      os.fspath(files.source), builder.quantizers, read, options)
     return module
+
+
+def _check_size(graph: Graph, slot: Slot, dtype: torch.dtype) -> None:
+    """A variable's bytes fit a torch tensor (its volume fits 64 bits, its size in bytes may not)."""
+    volume = 1
+    for extent in slot.shape:
+        volume *= extent
+    if volume * dtype.itemsize > MAX_INTEGER:
+        variable = graph.shared_variables()[slot.key][0]
+        declared = next((op.location for op in graph.operations if op.name == "variable"
+                         and op.outputs["output"].name == variable.name), None)
+        raise NNEFShapeError(f"variable '{variable.name}' of shape {list(slot.shape)} holds {volume:,} items, more "
+                             f"bytes than a tensor can have (2^63 - 1)", declared)
 
 
 def _keep_unread_quantizers(module: NNEFModule, root: torch.nn.Module, paths: Iterable[str]) -> None:
@@ -135,7 +147,7 @@ def fill_from_source(module: NNEFModule, device: torch.device | str | int | None
     """Read every variable of `module` from the files it was loaded from, onto `device`."""
     info = module.nnef
     device = torch.device(device) if device is not None else torch.device("cpu")
-    with open_source(info.source, **info.options) as files:
+    with open_source(info.source, info.options) as files:
         for slot, tensor, stored in _read_tensors(files, info.graph, info.slots, device, None, progress):
             current = tensor_at(module, slot.path)
             value = tensor.to(current.dtype) if current.dtype.is_floating_point else tensor

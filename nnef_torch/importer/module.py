@@ -5,7 +5,6 @@ import copy
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 import torch.fx as fx
@@ -13,6 +12,7 @@ import torch.fx as fx
 from nnef_torch.importer.build import Slot
 from nnef_torch.importer.weights import Storage
 from nnef_torch.ir.graph import Graph
+from nnef_torch.options import ImportOptions, ReadOptions
 
 INFO_KEY = "nnef"
 
@@ -28,12 +28,13 @@ class ModelInfo:
     storage: dict[str, Storage] = field(default_factory=dict)
     source: str | None = None
     quantizers: dict[str, str] = field(default_factory=dict)  # tensor name -> FakeQuantize submodule path
-    options: dict[str, Any] = field(default_factory=dict)  # how the source opens again (format, params, shapes)
+    options: ReadOptions = ReadOptions()  # how the source opens again (format, params, shapes, batch, ...)
+    import_options: ImportOptions = ImportOptions()  # how it was made a module (device, dtype, custom ops, ...)
 
     @property
     def deviations(self) -> tuple[str, ...]:
         """The deviations from the spec its document was read with (rules of `nnef_torch.ir.deviations`); a
-        module with some saves as standard NNEF (`nnef_torch.importer.normalize`)."""
+        module with some saves as standard NNEF (`nnef_torch.writers.normalize`)."""
         return self.graph.deviations
 
 
@@ -84,16 +85,11 @@ class NNEFModule(fx.GraphModule):
 
     def save(self, path: str | os.PathLike, *, compress: bool | None = None, progress: bool | None = None,
              format: str | None = None, weights: str | None = None, dialect: str | None = None) -> None:
-        """Write the same graph (and graph.quant) with the current values of the variables. format: 'nnef' or
-        'lightnet' (by default 'lightnet' for a .json path); weights: for LightNet, 'file' (a .wts file beside the
-        JSON, the default) or 'inline' (see `nnef_torch.save`). dialect: 'tract_core' keeps a module read from a
-        tract_core document in tract's form (README, "Dialects read"); by default it is written as standard NNEF."""
-        from nnef_torch.saving import save, save_format
-        if save_format(path, format) == "lightnet" or weights is not None:
-            save(self, path, compress=compress, progress=progress, format=format, weights=weights, dialect=dialect)
-            return
-        from nnef_torch.importer.save import save_imported
-        save_imported(self, path, compress=compress, progress=progress, dialect=dialect)
+        """Write the same graph (and graph.quant) with the current values of the variables: one call of
+        `nnef_torch.save` (format 'nnef' or 'lightnet', by default 'lightnet' for a .json path, and the writer's
+        options)."""
+        from nnef_torch.writers import save
+        save(self, path, compress=compress, progress=progress, format=format, weights=weights, dialect=dialect)
 
     def materialize(self, device: torch.device | str | int | None = None, *,
                     progress: bool | None = None) -> NNEFModule:

@@ -10,20 +10,22 @@ from __future__ import annotations
 import functools
 import keyword
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 _SEPARATORS = re.compile(r"[/\\.]")
 
 
-def label_paths(labels: Iterable[str]) -> dict[str, str]:
-    """Map each label (first spelling of each case-insensitive key) to a unique dotted attribute path."""
+def label_paths(labels: Iterable[str], names: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Map each label (first spelling of each case-insensitive key) to a unique dotted attribute path; where
+    `names` gives a label another name (a front end's own, which no label can hold), the path follows that."""
     paths: dict[str, str] = {}
     leaves: set[str] = set()
     modules: set[str] = set()
     for label in labels:
-        path = ".".join(_segment(part) for part in _SEPARATORS.split(label))
+        name = (names or {}).get(label, label)
+        path = ".".join(_segment(part) for part in _SEPARATORS.split(name))
         if _clashes(path, leaves, modules):
-            path = _unique("_".join(_segment(part) for part in _SEPARATORS.split(label)), leaves, modules)
+            path = _unique("_".join(_segment(part) for part in _SEPARATORS.split(name)), leaves, modules)
         parts = path.split(".")
         modules.update(".".join(parts[:i]) for i in range(1, len(parts)))
         leaves.add(path)

@@ -18,7 +18,6 @@ from nnef_torch.format import ast
 from nnef_torch.format.parser import parse_fragments
 from nnef_torch.ir.checker import check_library
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Tensor, Update, Variable
-from nnef_torch.ops import shapes  # noqa: F401  (registers the shape rules)
 from nnef_torch.ops.registry import entry
 from nnef_torch.stdlib import standard_fragments
 
@@ -50,17 +49,29 @@ def fragment_library(package: str, filename: str, *extends: tuple[str, str]) -> 
     return {**base, **{fragment.name: fragment for fragment in fragments}}
 
 
-def unique_identifier(base: str, used: set[str], reserved: Collection[str] = (), own: bool = False,
-                      max_length: int | None = None) -> str:
-    """An identifier made from `base` (ASCII letters, digits and underscores, not starting with a digit) that is
-    not in `used`, nor in `reserved` unless `own` (the base is reserved for the caller); it is added to `used`."""
+def identifier(base: str, max_length: int | None = None) -> str:
+    """`base` (a name from any source) as an identifier: characters other than ASCII letters, digits and
+    underscores become underscores, and a leading digit gets a 't_' prefix."""
     base = "".join(c if c.isascii() and c.isalnum() or c == "_" else "_" for c in base)[:max_length] or "t"
-    if not (base[0].isalpha() or base[0] == "_"):
-        base = "t_" + base
+    return base if base[0].isalpha() or base[0] == "_" else "t_" + base
+
+
+def unique_identifier(base: str, used: set[str], reserved: Collection[str] = (), own: bool = False,
+                      max_length: int | None = None, counters: dict[str, int] | None = None) -> str:
+    """An identifier made from `base` (ASCII letters, digits and underscores, not starting with a digit) that is
+    not in `used`, nor in `reserved` unless `own` (the base is reserved for the caller); it is added to `used`.
+    `counters` (kept by the caller across calls) remembers the last suffix taken for each base, so that naming n
+    tensors after one base takes linear time, not quadratic."""
+    base = identifier(base, max_length)
     name, counter = base, 0
-    while name in used or (name in reserved and not (own and name == base)):
-        counter += 1
+    if name in used or (name in reserved and not own):
+        counter = counters.get(base, 0) if counters is not None else 0  # the suffixes up to it are taken
         name = f"{base}_{counter}"
+        while name in used or name in reserved or counter == 0:
+            counter += 1
+            name = f"{base}_{counter}"
+        if counters is not None:
+            counters[base] = counter
     used.add(name)
     return name
 
@@ -126,6 +137,7 @@ class Builder:
         self._renamed: dict[str, Ref] = {}  # applied to the operations once, when the graph is finished
         self._used = set(KEYWORDS) | set(standard_fragments()) | set(self.library)
         self._reserved = set(reserved)
+        self._counters: dict[str, int] = {}  # the last suffix `fresh` gave each base
         # graph.quant entries by tensor name (QuantSpec); they follow renames and dead-code elimination
         self.quantization: dict[str, Any] = {}
 
@@ -137,10 +149,11 @@ class Builder:
 
     def fresh(self, base: str, own: bool = False) -> str:
         """An unused identifier made from `base`; `own`: `base` is reserved for the tensor being named."""
-        return unique_identifier(base, self._used, self._reserved, own)
+        return unique_identifier(base, self._used, self._reserved, own, counters=self._counters)
 
     def rename(self, ref: Ref, name: str) -> Ref:
-        """Give the tensor `ref` (written by the current rule) the name `name`, if still free."""
+        """Give the tensor `ref` (written by the current rule) the name `name` (made an identifier), if still free."""
+        name = identifier(name)
         if name in self._used:  # an op name or keyword (`relu`, `add`): add an underscore
             name += "_"
             if name in self._used or name in self._reserved:
@@ -299,7 +312,7 @@ class Builder:
         self.operations[:] = reversed(kept)
         variables = tuple(v for v in self.variables if v.name in live)
         self.data = {v.label: self.data[v.label] for v in variables}
-        self.tensors = {k: t for k, t in self.tensors.items() if k in live or k in {r.name for r in outputs}}
+        self.tensors = {k: t for k, t in self.tensors.items() if k in live}  # live holds the outputs' names
         self.quantization = {k: spec for k, spec in self.quantization.items() if k in self.tensors}
         signature = Signature(tuple(self.externals), variables, tuple(self.updates),
                               tuple(ref.name for ref in outputs))

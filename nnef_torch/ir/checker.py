@@ -230,6 +230,10 @@ class _BodyChecker:
         if earlier is None or not same_statement(earlier.lhs, assignment.lhs) \
                 or not same_statement(earlier.rhs, assignment.rhs):
             return False  # a different right-hand side stays the error reported below
+        if isinstance(assignment.rhs, ast.Invocation) and assignment.rhs.name == "external":
+            raise semantic_error(f"graph input '{names[0].name}' is declared by external more than once (as at "
+                                 f"line {earlier.loc.line}); an input is declared once, even in a lenient reading",
+                                 names[0].loc)
         self.deviations.bend("duplicate-assignment", f"'{names[0].name}' is assigned more than once "
                              f"(identically, as at line {earlier.loc.line})", names[0].loc)
         self.deviations.duplicates.add(assignment.loc)
@@ -288,6 +292,9 @@ class _BodyChecker:
     def _ArrayExpr(self, expr: ast.ArrayExpr) -> T.AnyType:
         if type(expr.items) is ast.NumberItems:  # numbers of one kind, never empty
             return ast.ArrayType(ast.PrimitiveType(expr.items.kind))
+        if type(expr.items) is ast.NameItems:  # each distinct name typed once, at its first item
+            return _array_type([self.type_of(expr.items[index]) for index in expr.items.first_places().values()],
+                               expr.loc)
         return _array_type([self.type_of(item) for item in expr.items], expr.loc)
 
     def _TupleExpr(self, expr: ast.TupleExpr) -> T.AnyType:
@@ -563,5 +570,5 @@ def _is_flat(expr: ast.Expr) -> bool:
     if isinstance(expr, ast.UnaryExpr):  # a negative number is a literal in the flat syntax
         return expr.op == "-" and isinstance(expr.operand, ast.Literal) and expr.operand.kind in ("integer", "scalar")
     if isinstance(expr, (ast.ArrayExpr, ast.TupleExpr)):
-        return type(expr.items) is ast.NumberItems or all(_is_flat(item) for item in expr.items)
+        return type(expr.items) in (ast.NumberItems, ast.NameItems) or all(_is_flat(item) for item in expr.items)
     return False

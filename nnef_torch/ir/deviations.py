@@ -6,14 +6,17 @@ once per place with an `NNEFDeviationWarning` naming the file, line, column and 
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from nnef_torch.errors import Location, NNEFDeviationWarning, NNEFError, NNEFSemanticError
 from nnef_torch.format import ast
-from nnef_torch.ir.graph import Operation, Ref, Variable
+from nnef_torch.ir.graph import Ref, Variable
+from nnef_torch.ir.producers import Producers
 
 RULES = {
     "split-zero-ratio": "a zero ratio of 'split' is an empty chunk",
@@ -91,28 +94,55 @@ def lenient_shape(rule: str) -> Any:
     return {"split-zero-ratio": split_with_empty, "matmul-1d": matmul_numpy}[rule]
 
 
-def same_statement(a: ast.Expr, b: ast.Expr) -> bool:
-    """Whether two right-hand sides are the same (syntax trees compare without their locations)."""
-    return a == b
+def same_statement(a: Any, b: Any) -> bool:
+    """Whether two right-hand sides are the same (syntax trees compare without their locations). Walked with a
+    stack, not recursively: a statement may be a chain of any length (`x + 1.0 + 1.0 + ...`)."""
+    pending = [(a, b)]
+    while pending:
+        a, b = pending.pop()
+        if a is b:
+            continue
+        if type(a) is not type(b):
+            if isinstance(a, ast.NumberItems) or isinstance(b, ast.NumberItems):
+                if a != b:  # number items against a tuple of the nodes they read as
+                    return False
+                continue
+            return False
+        if isinstance(a, tuple):
+            if len(a) != len(b):
+                return False
+            pending.extend(zip(a, b))
+        elif dataclasses.is_dataclass(a) and not isinstance(a, Location):
+            for field in _compared_fields(type(a)):
+                pending.append((getattr(a, field), getattr(b, field)))
+        elif a != b:  # numbers, strings, None, NumberItems (flat)
+            return False
+    return True
 
 
-def constant_value(operations: Sequence[Operation], constants: Callable[[Variable], Any] | None, value: Ref,
+@functools.cache
+def _compared_fields(kind: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(kind) if field.compare)
+
+
+def constant_value(producers: Producers, constants: Callable[[Variable], Any] | None, value: Ref,
                    param: ast.Param, op: str, loc: Location) -> Any:
     """The value of the tensor `value` passed for the attribute `param` of `op` (a `tensor-attribute` deviation):
-    a `constant` of one item, or a `variable` of one item whose data `constants` gives; else an error."""
-    producer = _producer(operations, value.name)
-    while producer is not None and producer.name == "copy" and isinstance(producer.inputs["x"], Ref):
-        producer = _producer(operations, producer.inputs["x"].name)
+    a `constant` of one item, or a `variable` of one item whose data `constants` gives; else an error. The
+    producer is looked up in the lowerer's index (`producers`), copies followed: constant time per use."""
+    producer = producers.origin(value.name)
     item = None
     if producer is not None and producer.name == "constant" and len(producer.attribs["value"]) == 1:
         item = producer.attribs["value"][0]
     elif producer is not None and producer.name == "variable" and constants is not None \
             and math.prod(producer.attribs["shape"]) == 1:  # read only a one-item variable's data
-        variable = Variable(producer.outputs["output"].name, producer.attribs["label"], producer.dtype,
-                            tuple(producer.attribs["shape"]))
-        data = constants(variable)
-        if data is not None and getattr(data, "size", 0) == 1:
-            item = data.reshape(()).item()
+        name = producer.outputs["output"].name
+        items = producers.memo.setdefault(__name__, {})  # each variable's data is read once, however often used
+        if name not in items:
+            data = constants(Variable(name, producer.attribs["label"], producer.dtype,
+                                      tuple(producer.attribs["shape"])))
+            items[name] = data.reshape(()).item() if data is not None and getattr(data, "size", 0) == 1 else None
+        item = items[name]
     if item is None:
         why = f"made by '{producer.name}'" if producer is not None else "not known here"
         if producer is not None and producer.name == "variable":
@@ -120,13 +150,8 @@ def constant_value(operations: Sequence[Operation], constants: Callable[[Variabl
         raise NNEFSemanticError(f"argument '{param.name}' of '{op}' must be a compile-time constant, but tensor "
                                 f"'{value.name}' is {why}", loc)
     kind = param.type.name if isinstance(param.type, ast.PrimitiveType) else "scalar"
-    return bool(item) if kind == "logical" else int(item) if kind == "integer" else float(item)
-
-
-def _producer(operations: Sequence[Operation], name: str) -> Operation | None:
-    ref = Ref(name)
-    for operation in reversed(operations):
-        for output in operation.outputs.values():
-            if output == ref or isinstance(output, list) and ref in output:
-                return operation
-    return None
+    try:
+        return bool(item) if kind == "logical" else int(item) if kind == "integer" else float(item)
+    except (OverflowError, ValueError):  # an infinite or NaN item for an integer
+        raise NNEFSemanticError(f"argument '{param.name}' of '{op}' must be {kind}, but tensor '{value.name}' holds "
+                                f"{item!r}", loc) from None

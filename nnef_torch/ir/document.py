@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from nnef_torch.errors import ExportError
 from nnef_torch.format import ast
 from nnef_torch.format.printer import print_assignment, print_fragment, print_literal
 from nnef_torch.ir.builder import Library, default_value, is_tensor_param
 from nnef_torch.ir.graph import Graph, Operation, Ref
-from nnef_torch.stdlib import standard_fragments
+from nnef_torch.stdlib import extension_fragments, standard_fragments
 
 FRAGMENT_EXTENSIONS = ("KHR_enable_fragment_definitions", "KHR_enable_operator_expressions")
 
@@ -28,7 +29,10 @@ def _value(value: Any) -> ast.Expr:
 
 def _same(a: Any, b: Any) -> bool:
     """Equal as NNEF values (a tuple and a list of the same items are not)."""
-    return type(a) is type(b) and print_literal(a) == print_literal(b)
+    try:
+        return type(a) is type(b) and print_literal(a) == print_literal(b)
+    except ExportError:  # a value with no literal (inf) is no default: printing it refuses it, naming it
+        return False
 
 
 def _assignment(op: Operation, library: Library) -> ast.Assignment:
@@ -49,7 +53,10 @@ def _assignment(op: Operation, library: Library) -> ast.Assignment:
     generic = ast.PrimitiveType(op.dtype) if op.dtype is not None and _needs_generic(op, decl) else None
     outputs = [_value(op.outputs[result.name]) for result in decl.results]
     lhs = outputs[0] if len(outputs) == 1 else ast.TupleExpr(tuple(outputs))
-    return ast.Assignment(lhs, ast.Invocation(op.name, generic, tuple(args)))
+    call = ast.Invocation(op.name, generic, tuple(args))
+    if op.location is not None:  # where the operation was read, for a value that cannot be printed
+        call = ast.Invocation(op.name, generic, tuple(args), op.location)
+    return ast.Assignment(lhs, call)
 
 
 def _needs_generic(op: Operation, decl: ast.Fragment) -> bool:
@@ -63,10 +70,9 @@ def _needs_generic(op: Operation, decl: ast.Fragment) -> bool:
 
 def graph_text(graph: Graph, fragments: Sequence[str] = (), library: Library | None = None) -> str:
     """The graph.nnef text of `graph`, defining the fragments of `library` named in `fragments` (in that order;
-    the exporter's fragments by default)."""
+    the extension library's by default)."""
     if library is None:
-        from nnef_torch.exporter.emitter import exporter_fragments
-        library = exporter_fragments()
+        library = extension_fragments()
     lines = ["version 1.0;"]
     if fragments:
         lines.append(f"extension {', '.join(FRAGMENT_EXTENSIONS)};")

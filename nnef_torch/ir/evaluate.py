@@ -13,8 +13,9 @@ from typing import Any
 from nnef_torch.errors import Location, NNEFSemanticError
 from nnef_torch.format.lexer import MAX_INTEGER, parse_integer
 from nnef_torch.format.printer import print_literal
+from nnef_torch.ir.limits import MAX_COMPUTED_ITEMS
 
-MAX_ARRAY_LENGTH = 1 << 22  # items of one computed array, or characters of one computed string
+MAX_ARRAY_LENGTH = MAX_COMPUTED_ITEMS  # items of one computed array, or characters of one computed string
 _INTEGER_TEXT = re.compile(r"-?[0-9]+")
 _SCALAR_TEXT = re.compile(r"-?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
 

@@ -20,10 +20,13 @@ from nnef_torch.ir import types as T
 from nnef_torch.ir.checker import BINARY_FRAGMENTS, UNARY_FRAGMENTS, bind_arguments, resolve_generic
 from nnef_torch.ir.deviations import ERF, STRICT, Deviations, constant_value, lenient_shape, op_deviation
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Tensor, Update, Variable
+from nnef_torch.ir.limits import MAX_RESULTS
+from nnef_torch.ir.producers import Producers
 from nnef_torch.ir.values import as_tensor, is_tensor_value, literal_dtype, plain, type_of
 from nnef_torch.ops import registry
 
 Atomic = Collection[str] | Callable[[str], bool] | None
+Dialect = tuple[Mapping[str, ast.Fragment], Mapping[str, Callable[..., Any]]]  # declarations, relaxed std ops
 # The data of a variable (for a constant tensor passed as an attribute), or None where the files are not at hand.
 Constants = Callable[[Variable], Any] | None
 MAX_EXPANSION_DEPTH = 100  # fragments expanded inside one another
@@ -52,6 +55,7 @@ class Lowerer:
         self.batch_axes = dict(batch_axes or {})
         self.tensors: dict[str, Tensor] = {}
         self.operations: list[Operation] = []
+        self.producers = Producers(self.operations)  # who writes each tensor, for looking back
         self.fresh: set[str] = set()  # generated names not yet given a graph identifier
         self.renames: dict[str, str] = {}
         self.reserved: set[str] = set()
@@ -119,9 +123,12 @@ class Lowerer:
         return Ref(name)
 
     def finish(self, doc: ast.Document, env: dict[str, Any]) -> Graph:
+        refs: dict[str, Ref] = {}  # one final Ref per tensor, however often it is read
+
         def final(value: Any) -> Any:
             if isinstance(value, Ref):
-                return Ref(self.renames.get(value.name, value.name))
+                name = self.renames.get(value.name, value.name)
+                return refs.get(name) or refs.setdefault(name, Ref(name))
             if isinstance(value, list):
                 return [final(item) for item in value]
             if isinstance(value, tuple):
@@ -192,6 +199,9 @@ class Lowerer:
             if kind is ast.ArrayExpr:
                 if type(expr.items) is ast.NumberItems:
                     return budget.charge(expr.items.values(), expr.loc)
+                if type(expr.items) is ast.NameItems:  # identifiers: the checker found each one assigned
+                    budget.steps -= len(expr.items)
+                    return budget.charge([env[name] for name in expr.items.names()], expr.loc)
                 return budget.charge([self.evaluate(item, env, generic) for item in expr.items], expr.loc)
             if kind is ast.BinaryExpr or kind is ast.IndexExpr or kind is ast.RangeExpr:
                 return self._chain(expr, env, generic)
@@ -307,13 +317,13 @@ class Lowerer:
             if param.name in bound:
                 value, arg_loc = bound[param.name]
                 if isinstance(value, Ref) and not T.contains_tensor(param.type):
-                    value = constant_value(self.operations, self.constants, value, param, name, arg_loc)
+                    value = constant_value(self.producers, self.constants, value, param, name, arg_loc)
                 elif isinstance(param.type, ast.ArrayType) and isinstance(value, (bool, int, float, str)):
                     value = [value]  # an item for an array attribute (a deviation the checker let through)
                 values[param.name] = value
             else:
                 values[param.name] = self.evaluate(param.default, {}, None)
-        # a dialect op written as other ops, or a standard op as a dialect reads it (nnef_torch.dialects)
+        # a dialect op written as other ops, or a standard op as a dialect reads it (nnef_torch.formats.dialects)
         rule = self.relaxed.get(name) or registry.lowering_rule_of(name)
         if rule is not None:
             return rule(self, {key: plain(value) for key, value in values.items()}, value_type, loc, hint)
@@ -354,9 +364,13 @@ class Lowerer:
         tensor_params, attribute_params = self._param_kinds(fragment)
         inputs = {name: values[name] for name in tensor_params}
         attribs = {name: values[name] for name in attribute_params}
+        location = loc if loc.file == self._site_file() else self.site
+        for name, value in inputs.items():  # as many as it may return: `[x, x, ...]` costs more than its text
+            if isinstance(value, list) and len(value) > MAX_RESULTS:
+                raise NNEFShapeError(f"{fragment.name}: '{name}' holds {len(value):,} tensors, more than the limit of "
+                                     f"{MAX_RESULTS:,} tensors an operation takes as an array", location)
         if fragment.name == "external" and isinstance(hint, ast.Identifier):
             attribs["shape"] = self._declared_shape(hint.name, attribs["shape"], loc)
-        location = loc if loc.file == self._site_file() else self.site
         lenient_rule = None
         if fragment.name in ("split", "matmul"):
             found = op_deviation(fragment.name, [self._input_shape(value) for value in inputs.values()], attribs)
@@ -521,7 +535,7 @@ def _check_label(variable: Variable, labels: dict[str, Variable], loc: Location 
 def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
           input_shapes: Mapping[str, Any] | None = None, text: str | None = None, batch_size: int | None = None,
           batch_axes: Mapping[str, int | None] | None = None, lenient: bool = False,
-          constants: Constants = None) -> Graph:
+          constants: Constants = None, dialect: Dialect | None = None) -> Graph:
     """Check `doc` and flatten it into an IR graph.
 
     atomic: which operations stay whole (names, or a predicate); by default the standard operations. Fragments
@@ -532,8 +546,9 @@ def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[st
     text: the source, for error messages with the offending line. lenient: read what real producers write
     against the spec (`nnef_torch.ir.deviations`), with an `NNEFDeviationWarning` each; else each is an error.
     constants: the data of a variable, for a constant tensor passed as an attribute (a lenient reading).
+    dialect: the fragment declarations a dialect adds and its lowering rules of standard ops (`reader.read_graph`
+    gets them from `nnef_torch.formats.dialects.apply_dialects`); None for standard NNEF.
     """
-    import nnef_torch.ops.shapes  # noqa: F401  (registers the shape rules)
     from nnef_torch.ir.checker import check_document
     from nnef_torch.stdlib import standard_fragments
 
@@ -542,10 +557,8 @@ def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[st
     try:
         if doc.graph is None:
             raise NNEFSemanticError("the document has no graph", doc.loc)
-        from nnef_torch.dialects import apply_dialects
-        # `extension tract_registry tract_core;` and similar (the options bind a dialect's dynamic dimensions)
-        doc, dialect, relaxed = apply_dialects(doc, input_shapes, batch_size, batch_axes)
-        fragments = {**standard, **dialect}
+        declared, relaxed = dialect or ({}, {})
+        fragments = {**standard, **declared}
         redefined = set()
         for fragment in doc.fragments:
             if fragment.name in standard and fragment.name not in redefined:

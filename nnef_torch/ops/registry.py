@@ -4,9 +4,14 @@ Each facet of an entry (shape rule, torch implementation, ATen export rules, imp
 added by a decorator, and adding the same facet twice for one op raises, so every op has exactly one definition of
 each. Export rules are also indexed by the ATen operation they translate, and import rules by the format and
 operator they read; each has exactly one rule.
+
+The table is assembled in one place, `FACETS`: the modules that add each facet, imported the first time that facet
+is looked up (so that reading a graph never imports torch, and exporting never imports a front end). Every lookup
+goes through the functions of this module.
 """
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,8 +56,44 @@ _REFUSED: dict[str, dict[str, str]] = {}  # format -> operator -> why no NNEF fo
 
 _TABLE: dict[str, OpEntry] = {}
 
+_OPS = "nnef_torch.ops."
+_RULES = "nnef_torch.exporter.rules."
+_NNVM = "nnef_torch.formats.nnvm.rules."
+_LIGHTNET = "nnef_torch.formats.lightnet."
+_TRACT = "nnef_torch.formats.tract_core."
+# facet -> the modules whose decorators add it (an op family has the same file name in every facet it has)
+FACETS: dict[str, tuple[str, ...]] = {
+    "shape": tuple(_OPS + "shapes_" + family for family in (
+        "elementwise", "lightnet", "reduce", "sampling", "sorting", "tensor", "window")),
+    "torch": tuple(_OPS + "torch_" + family for family in (
+        "elementwise", "fused", "lightnet", "reduce", "sampling", "sorting", "tensor", "training", "border", "conv",
+        "pool", "window")),
+    "aten": tuple(_RULES + family for family in (
+        "elementwise", "indexing", "nn", "patches", "reduce", "sampling", "tensor")) + (
+        "nnef_torch.exporter.quantization",),
+    "import:nnvm": tuple(_NNVM + family for family in (
+        "elementwise", "nn", "nnvm_tensor", "nnvm_top", "pooling", "rearrange", "rnn", "spatial", "statistics",
+        "tensor")),
+    "import:lightnet": tuple(_LIGHTNET + "rules." + family for family in ("detection", "nn", "tensor")) + (
+        _LIGHTNET + "rules",),  # the package records the optypes it refuses
+    "write:lightnet": (_LIGHTNET + "write_rules", _LIGHTNET + "write_rules_tensor"),
+    "dialect:tract_core": (_TRACT + "lowering", _TRACT + "ops", _TRACT + "scan"),
+}
+_LOADED: set[str] = set()
 
-def entry(name: str) -> OpEntry | None:
+
+def require(*facets: str) -> None:
+    """Import the modules that add `facets` to the table (once)."""
+    for facet in facets:
+        if facet not in _LOADED:
+            _LOADED.add(facet)
+            for module in FACETS.get(facet, ()):  # a facet nothing adds (a format without a writer) is empty
+                importlib.import_module(module)
+
+
+def entry(name: str, *facets: str) -> OpEntry | None:
+    """The table's entry of NNEF op `name`, with its shape rule and the other `facets` ('torch', ...) loaded."""
+    require("shape", *facets)
     return _TABLE.get(name)
 
 
@@ -94,12 +135,14 @@ def torch_op(name: str, *, typed: bool = False) -> Callable[[Callable[..., Any]]
 
 
 def lowering_rule(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register how the lowerer writes dialect op `name` as other operations (see `nnef_torch.dialects`): the rule
+    """Register how the lowerer writes dialect op `name` as other operations (`nnef_torch.formats.dialects`): the rule
     is called as `rule(lowerer, arguments, generic_type, location, hint)` and returns the op's result(s)."""
     return lambda fn: _register(name, "lower", fn)
 
 
 def lowering_rule_of(name: str) -> Callable[..., Any] | None:
+    """How the lowerer writes dialect op `name` (its dialect's ops are named `<dialect>_...`), if it is one."""
+    require(*(facet for facet in FACETS if facet.startswith("dialect:") and name.startswith(facet[8:] + "_")))
     op = _TABLE.get(name)
     return op.lower if op is not None else None
 
@@ -176,6 +219,7 @@ def refuse_import(format: str, reason: str, *operators: str) -> None:
 
 def import_refusals(format: str) -> dict[str, str]:
     """Every operator of `format` that is refused, with the reason."""
+    require("import:" + format)
     return dict(_REFUSED.get(format, {}))
 
 
@@ -194,27 +238,33 @@ def write_rule(name: str, format: str) -> Callable[[Callable[..., Any]], Callabl
 
 def write_rules(format: str) -> dict[str, Callable[..., Any]]:
     """Every NNEF operation a back end writes in `format`, with its rule."""
+    require("write:" + format)
     return {name: op.writes[format] for name, op in _TABLE.items() if format in op.writes}
 
 
 def import_rules(format: str) -> dict[str, ImportRule]:
     """Every operator of `format` that a front end reads, with its rule."""
+    require("import:" + format)
     return {operator: rule for operator, (_, rule) in _IMPORTS.get(format, {}).items()}
 
 
 def import_targets(format: str) -> dict[str, str]:
     """Every operator of `format` that a front end reads, with the NNEF operation its rule mainly writes."""
+    require("import:" + format)
     return {operator: op.name for operator, (op, _) in _IMPORTS.get(format, {}).items()}
 
 
 def export_rules() -> dict[str, Callable[..., Any]]:
     """Every ATen operation the exporter translates, with its rule."""
+    require("aten")
     return {aten: op.aten[aten] for aten, op in _ATEN.items()}
 
 
 def shape_rules() -> dict[str, Callable[..., Any]]:
+    require("shape")
     return {name: op.shape for name, op in _TABLE.items() if op.shape is not None}
 
 
 def torch_ops() -> dict[str, Callable[..., Any]]:
+    require("torch")
     return {name: op.torch for name, op in _TABLE.items() if op.torch is not None}

@@ -11,11 +11,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from nnef_torch.errors import NNEFShapeError
+from nnef_torch.ir.limits import MAX_RESULTS
 
 Shape = tuple[int, ...]
-
-# Results of one operation that returns an array of tensors (unstack, copy_n): each becomes a tensor of the graph.
-MAX_RESULTS = 1 << 16
 
 # Border modes of spec chapter 4.3. Filters (conv and its relatives) have no 'ignore' mode.
 ALL_BORDERS = ("ignore", "constant", "replicate", "reflect", "reflect-even")
@@ -29,7 +27,10 @@ def fail(op: str, message: str) -> NoReturn:
 
 
 def fmt(shape: Sequence[object]) -> str:
-    """A shape or an attribute list as NNEF writes it: [4,16,32,32]."""
+    """A shape or an attribute list as NNEF writes it: [4,16,32,32]; a long one cut after 16 items, with its
+    length (a message never holds a whole long list of the input)."""
+    if len(shape) > 16:
+        return "[" + ",".join(str(item) for item in shape[:16]) + f",... ({len(shape):,} items)]"
     return "[" + ",".join(str(item) for item in shape) + "]"
 
 

@@ -3,7 +3,7 @@
 `lightnet_print` and `lightnet_fprint` are submodules with a side effect (`registry.torch_module`): each call writes
 its message and the tensor as TensorLight prints it. They are marked impure (`_is_impure`), so that dead-code
 elimination keeps them though nothing reads their results, and are silenced by setting their `enabled` attribute
-to False (`nnef_torch.frontends.lightnet.set_printing(module, False)` does it for every one). Nothing is written
+to False (`nnef_torch.formats.lightnet.set_printing(module, False)` does it for every one). Nothing is written
 while `torch.export` or TorchScript traces the module. The sorts are `torch.sort`, stable as LightNet's (thrust's
 radix sort) is."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ def _text(message: str, input: torch.Tensor) -> str:
     values = input.detach().cpu()
     if values.dtype in (torch.bfloat16, torch.float16):
         values = values.float()
-    from nnef_torch.frontends.lightnet.tl_print import print_text  # the front end loads only where it prints
+    from nnef_torch.formats.lightnet.tl_print import print_text  # the front end loads only where it prints
     return print_text(message, values.numpy())
 
 

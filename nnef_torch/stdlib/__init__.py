@@ -1,4 +1,6 @@
-"""The standard library of NNEF operations, kept as NNEF text (stdlib.nnef) and parsed by our own parser."""
+"""The standard library of NNEF operations, kept as NNEF text (stdlib.nnef) and parsed by our own parser, and beside
+it the project's extension library (extensions.nnef): fragments in standard operations for what NNEF has no operation
+for, shared by the exporter, the front ends and the writers."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -8,6 +10,7 @@ from nnef_torch.format import ast
 from nnef_torch.format.parser import parse_fragments
 
 STDLIB_FILE = "stdlib.nnef"
+EXTENSIONS_FILE = "extensions.nnef"
 
 
 def stdlib_text() -> str:
@@ -23,3 +26,10 @@ def standard_fragments() -> dict[str, ast.Fragment]:
     table = {fragment.name: fragment for fragment in fragments}
     check_library(fragments, table)
     return table
+
+
+def extension_fragments() -> dict[str, ast.Fragment]:
+    """The project's extension library (extensions.nnef): each fragment by name, checked once."""
+    from nnef_torch.ir.builder import fragment_library
+    return fragment_library(__package__, EXTENSIONS_FILE)
+

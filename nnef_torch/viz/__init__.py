@@ -110,8 +110,8 @@ def _relayviz_source(source: Any) -> dict | None:
         head = handle.read(4096)
     if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
         return None
-    from nnef_torch import frontends
-    if frontends.detect(source)[0] != "relayviz":
+    from nnef_torch import formats
+    if formats.detect(source)[0] != "relayviz":
         return None
     return read_relayviz(source)
 

@@ -5,18 +5,26 @@ type; references must be node ids in range (Call.op an Op node, Function params 
 references must not form a cycle, except one that passes through a Function's body (recursion). Function
 `ret_type` and Op `attrs` may be left out, and `ret_type` may be a list (one per output, as `relayviz_write`
 writes). A problem raises ForeignFormatError naming the JSON path (`nodes[3].args[1]`), the value found and what
-was expected, at the line and column of that value.
+was expected (both shortened), at the line and column of that value.
+
+Every step takes time linear in the document (the JSON reader's scan, the checks, the cycle check, the scene's
+outermost Functions, the location of an error), so none needs a work budget; the JSON reader bounds the size and
+memory. A document given in memory is held to what JSON text holds: finite numbers, integers within 64 bits,
+strings of Unicode text, values nested at most 64 deep.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from nnef_torch.errors import ForeignFormatError, Location
-from nnef_torch.frontends.json_file import locate, parse_json, read_json
+from nnef_torch.format.lexer import MAX_INTEGER
+from nnef_torch.formats.json_file import MAX_NESTING, locate, parse_json, read_bytes
+from nnef_torch.gc_pause import paused
 from nnef_torch.viz.from_ir import SHOWN_VALUES
 from nnef_torch.viz.scene import (
     BIND,
@@ -61,24 +69,16 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 def parse_relayviz(data: bytes | str, file: str | None = None) -> dict:
     """The checked RelayViz document in `data` (JSON text, or its UTF-8 bytes)."""
     document = parse_json(data, file)
-    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data  # parse_json has decoded it once already
-    _Checker(document, lambda: text, file).check()
+    _Checker(document, lambda: data, file).check()
     return document
 
 
 def read_relayviz(path: str | os.PathLike) -> dict:
     """The checked RelayViz document in the file at `path`."""
     where = os.fspath(path)
-    document = read_json(where)
-
-    def text() -> str | None:  # read again only to place an error
-        try:
-            with open(where, "rb") as handle:
-                return handle.read().decode("utf-8-sig")
-        except (OSError, UnicodeDecodeError):
-            return None
-
-    _Checker(document, text, where).check()
+    data = read_bytes(where)
+    document = parse_json(data, where)
+    _Checker(document, lambda: data, where).check()
     return document
 
 
@@ -101,20 +101,35 @@ def references(node: Mapping[str, Any]) -> Iterator[tuple[Path, int]]:
 
 
 def json_path(path: Path) -> str:
-    """`nodes[3].args[1]`; the document itself is 'the document'."""
+    """`nodes[3].args[1]`; the document itself is 'the document'. Keys are shortened to SHOWN_CHARS."""
     text = ""
     for step in path:
         if isinstance(step, int):
             text += f"[{step}]"
-        elif _IDENTIFIER.match(step):
+        elif _IDENTIFIER.match(step) and len(step) <= SHOWN_CHARS:
             text += f".{step}" if text else step
         else:
-            text += f"[{json.dumps(step, ensure_ascii=False)}]"
+            text += f"[{_shown(step)}]"
     return text or "the document"
 
 
+# per node_kind: the fields that must be there, all its fields, (field, what) to check, and the references that
+# the cycle check follows (all but a Function's body), in the order of FIELDS
+_REQUIRED = {kind: frozenset(field for field, (_, required) in spec.items() if required)
+             for kind, spec in FIELDS.items()}
+_KNOWN = {kind: frozenset(["node_kind", *spec]) for kind, spec in FIELDS.items()}
+_SPECS = {kind: tuple((field, what) for field, (what, _) in spec.items()) for kind, spec in FIELDS.items()}
+_FOLLOWED = {kind: tuple((field, what) for field, (what, _) in spec.items() if what in ("id", "ids", "binds")
+                         and (kind, field) != ("Function", "body")) for kind, spec in FIELDS.items()}
+_TARGETED = {kind: tuple((str(field), wanted) for (owner, field), wanted in TARGETS.items() if owner == kind)
+             for kind in FIELDS}
+_MISSING = object()
+
+
 class _Checker:
-    def __init__(self, document: Any, text: Callable[[], str | None], file: str | None):
+    """Checks a document in time linear in its size; paths for messages are built only for the error."""
+
+    def __init__(self, document: Any, text: Callable[[], str | bytes | None], file: str | None):
         self.document = document
         self.text = text
         self.file = file
@@ -135,6 +150,10 @@ class _Checker:
         return self.fail(path, f"expected {what}, found {_shown(value)}")
 
     def check(self) -> None:
+        with paused():
+            self._check()
+
+    def _check(self) -> None:
         document = self.document
         if not isinstance(document, dict):
             raise self.expected((), document, "a RelayViz object with the fields " + ", ".join(ROOT_FIELDS))
@@ -150,10 +169,13 @@ class _Checker:
         if not isinstance(nodes, list):
             raise self.expected(("nodes",), nodes, "a list of nodes")
         self.count = len(nodes)
-        for index, node in enumerate(nodes):
-            self.node(node, ("nodes", index))
-        for index, node in enumerate(nodes):
-            self.targets(node, ("nodes", index))
+        node = self.node
+        for index, item in enumerate(nodes):
+            node(item, index)
+        for index, item in enumerate(nodes):
+            targeted = _TARGETED[item["node_kind"]]
+            if targeted:
+                self.targets(item, index, targeted)
         self.acyclic(nodes)
 
     def fields(self, value: dict, path: Path, required: Sequence[str], known: Sequence[str], what: str) -> None:
@@ -162,131 +184,157 @@ class _Checker:
                 raise self.fail(path, f"{what} lacks the field '{field}'")
         for field, item in value.items():
             if field not in known:
-                raise self.fail(path + (field,), f"{what} has no field '{field}' (its fields are "
+                raise self.fail(path + (field,), f"{what} has no field '{_shortened(field)}' (its fields are "
                                 f"{', '.join(known)}), found {_shown(item)}")
 
-    def node(self, node: Any, path: Path) -> None:
-        if not isinstance(node, dict):
-            raise self.expected(path, node, "a node (an object with a node_kind)")
-        if "node_kind" not in node:
-            raise self.fail(path, "node lacks the field 'node_kind'")
-        kind = node["node_kind"]
-        if kind not in FIELDS:
-            raise self.expected(path + ("node_kind",), kind, f"a node_kind among {', '.join(FIELDS)}")
-        spec = FIELDS[kind]
-        self.fields(node, path, [field for field, (_, required) in spec.items() if required],
-                    ["node_kind", *spec], f"{kind} node")
-        for field, (what, _) in spec.items():
-            if field in node:
-                _CHECKS[what](self, node[field], path + (field,))
+    def node(self, node: Any, index: int) -> None:
+        if type(node) is not dict:
+            raise self.expected(("nodes", index), node, "a node (an object with a node_kind)")
+        kind = node.get("node_kind", _MISSING)
+        if kind is _MISSING:
+            raise self.fail(("nodes", index), "node lacks the field 'node_kind'")
+        if type(kind) is not str or kind not in FIELDS:
+            raise self.expected(("nodes", index, "node_kind"), kind, f"a node_kind among {', '.join(FIELDS)}")
+        keys = node.keys()
+        if not (_REQUIRED[kind] <= keys and keys <= _KNOWN[kind]):
+            spec = FIELDS[kind]
+            self.fields(node, ("nodes", index), [field for field, (_, required) in spec.items() if required],
+                        ["node_kind", *spec], f"{kind} node")
+        for field, what in _SPECS[kind]:
+            value = node.get(field, _MISSING)
+            if value is not _MISSING:
+                _CHECKS[what](self, value, ("nodes", index, field))
 
-    def targets(self, node: dict, path: Path) -> None:
+    def targets(self, node: dict, index: int, targeted: tuple[tuple[str, str], ...]) -> None:
         """References that must point at a node of one kind do."""
         nodes = self.document["nodes"]
-        for inner, target in references(node):
-            wanted = TARGETS.get((node["node_kind"], inner[0]))
-            if wanted is not None and nodes[target]["node_kind"] != wanted:
-                raise self.expected(path + inner, target, f"the id of {_article(wanted)} {wanted} node (node "
-                                    f"{target} is {_article(nodes[target]['node_kind'])} "
-                                    f"{nodes[target]['node_kind']})")
+        for field, wanted in targeted:
+            value = node[field]
+            for position, target in enumerate(value if type(value) is list else [value]):
+                found = nodes[target]["node_kind"]
+                if found != wanted:
+                    inner = (field, position) if type(value) is list else (field,)
+                    raise self.expected(("nodes", index) + inner, target, f"the id of {_article(wanted)} {wanted} "
+                                        f"node (node {target} is {_article(found)} {found})")
 
     def acyclic(self, nodes: list[dict]) -> None:
-        """No node reaches itself through references, except through a Function's body."""
-        state = [0] * len(nodes)  # 0 unseen, 1 on the current path, 2 done
+        """No node reaches itself through references, except through a Function's body (an iterative depth-first
+        search: each node and each reference is visited once)."""
+        state = bytearray(len(nodes))  # 0 unseen, 1 on the current path, 2 done
         for start in range(len(nodes)):
             if state[start]:
                 continue
-            stack: list[tuple[int, Iterator[tuple[Path, int]]]] = [(start, self.followed(nodes[start]))]
             state[start] = 1
-            while stack:
-                current, pending = stack[-1]
-                step = next(pending, None)
-                if step is None:
-                    state[current] = 2
-                    stack.pop()
+            path, pending, positions = [start], [_followed(nodes[start])], [0]
+            while path:
+                targets, position = pending[-1], positions[-1]
+                if position == len(targets):
+                    state[path.pop()] = 2
+                    pending.pop()
+                    positions.pop()
                     continue
-                inner, target = step
+                positions[-1] = position + 1
+                target = targets[position]
                 if state[target] == 1:
-                    cycle = [index for index, _ in stack]
-                    cycle = cycle[cycle.index(target):] + [target]
+                    current = path[-1]
+                    cycle = path[path.index(target):] + [target]
+                    inner = [inner for inner, _ in references(nodes[current])
+                             if not (nodes[current]["node_kind"] == "Function" and inner == ("body",))][position]
                     raise self.fail(("nodes", current) + inner, f"reference {target} closes a cycle of references "
-                                    f"({' -> '.join(map(str, cycle))}); only a Function's body may lead back")
+                                    f"({_cycle(cycle)}); only a Function's body may lead back")
                 if state[target] == 0:
                     state[target] = 1
-                    stack.append((target, self.followed(nodes[target])))
-
-    @staticmethod
-    def followed(node: dict) -> Iterator[tuple[Path, int]]:
-        return ((inner, target) for inner, target in references(node)
-                if not (node["node_kind"] == "Function" and inner == ("body",)))
+                    path.append(target)
+                    pending.append(_followed(nodes[target]))
+                    positions.append(0)
 
     def id(self, value: Any, path: Path) -> None:
-        if not _integer(value) or not 0 <= value < self.count:
+        if type(value) is not int or not 0 <= value < self.count:
             span = f"from 0 to {self.count - 1}" if self.count else "(the document has no nodes)"
             raise self.expected(path, value, f"a node id (an integer {span})")
 
     def ids(self, value: Any, path: Path) -> None:
-        if not isinstance(value, list):
+        if type(value) is not list:
             raise self.expected(path, value, "a list of node ids")
+        count = self.count
         for index, item in enumerate(value):
-            self.id(item, path + (index,))
+            if type(item) is not int or not 0 <= item < count:
+                self.id(item, path + (index,))
 
     def string(self, value: Any, path: Path) -> None:
-        if not isinstance(value, str):
-            raise self.expected(path, value, "a string")
+        if type(value) is not str or not _unicode(value):
+            raise self.expected(path, value, "a string" if type(value) is not str else "Unicode text (this string "
+                                "holds an unpaired surrogate)")
 
     def object(self, value: Any, path: Path) -> None:
-        if not isinstance(value, dict):
+        if type(value) is not dict:
             raise self.expected(path, value, "an object")
+        _check_json(value, path, self)
 
     def shape(self, value: Any, path: Path) -> None:
-        if not isinstance(value, list):
+        if type(value) is not list:
             raise self.expected(path, value, "a shape (a list of non-negative integers)")
         for index, item in enumerate(value):
-            if not _integer(item) or item < 0:
-                raise self.expected(path + (index,), item, "a dimension (a non-negative integer)")
+            if type(item) is not int or not 0 <= item <= MAX_INTEGER:
+                raise self.expected(path + (index,), item, "a dimension (a non-negative integer" +
+                                    (f" of at most {MAX_INTEGER})" if type(item) is int and item > 0 else ")"))
 
     def index(self, value: Any, path: Path) -> None:
-        if not _integer(value) or value < 0:
-            raise self.expected(path, value, "a tuple index (a non-negative integer)")
+        if type(value) is not int or not 0 <= value <= MAX_INTEGER:
+            raise self.expected(path, value, "a tuple index (a non-negative integer" +
+                                (f" of at most {MAX_INTEGER})" if type(value) is int and value > 0 else ")"))
 
     def binds(self, value: Any, path: Path) -> None:
-        if not isinstance(value, dict):
+        if type(value) is not dict:
             raise self.expected(path, value, "an object of variable name -> node id")
         for name, item in value.items():
             self.id(item, path + (name,))
+            if not _unicode(name):
+                raise self.expected(path, name, "variable names of Unicode text (this one holds an unpaired "
+                                    "surrogate)")
 
     def ret_type(self, value: Any, path: Path) -> None:
-        if isinstance(value, list):  # one per output: our extension of the seed
+        if type(value) is list:  # one per output: our extension of the seed
             for index, item in enumerate(value):
                 self.tensor_type(item, path + (index,))
         else:
             self.tensor_type(value, path)
 
     def tensor_type(self, value: Any, path: Path) -> None:
-        if not isinstance(value, dict):
+        if type(value) is not dict:
             raise self.expected(path, value, 'a type {"dtype": ..., "shape": [...]} (or a list of them)')
         self.fields(value, path, ("dtype", "shape"), ("dtype", "shape"), "a type")
         self.string(value["dtype"], path + ("dtype",))
         self.shape(value["shape"], path + ("shape",))
 
     def constant(self, value: Any, path: Path) -> None:
-        if isinstance(value, (int, float)):  # bool included
+        if type(value) in (int, float, bool):
+            self.number(value, path)
             return
-        if not isinstance(value, dict):
+        if type(value) is not dict:
             raise self.expected(path, value, 'a number, a boolean or {"array_value": [...], "array_shape": [...]}')
         fields = ("array_value", "array_shape")
         self.fields(value, path, fields, fields, "an array value")
         items, shape = value["array_value"], value["array_shape"]
-        if not isinstance(items, list):
+        if type(items) is not list:
             raise self.expected(path + ("array_value",), items, "a list of numbers")
-        for index, item in enumerate(items):
-            if not isinstance(item, (int, float)):
-                raise self.expected(path + ("array_value", index), item, "a number (or a boolean)")
+        for index, item in enumerate(items):  # a check per item, without a call: arrays may be long
+            kind = type(item)
+            if kind is float and item - item != 0.0 or kind is int and not -MAX_INTEGER <= item <= MAX_INTEGER \
+                    or kind not in (float, int, bool):
+                self.number(item, path + ("array_value", index))
         self.shape(shape, path + ("array_shape",))
-        if _volume(shape, len(items)) != len(items):
-            raise self.fail(path + ("array_value",), f"expected {_volume(shape, None)} values (the product of "
-                            f"array_shape {shape}), found {len(items)} values: {_shown(items)}")
+        volume = _volume(shape)
+        if volume != len(items):
+            wanted = f"{volume}" if volume is not None else f"more than {MAX_INTEGER}"
+            raise self.fail(path + ("array_value",), f"expected {wanted} values (the product of array_shape "
+                            f"{_shown(shape)}), found {len(items)} values: {_shown(items)}")
+
+    def number(self, value: Any, path: Path) -> None:
+        if type(value) not in (int, float, bool):
+            raise self.expected(path, value, "a number (or a boolean)")
+        if not _finite(value):
+            raise self.expected(path, value, "a finite number (JSON has no infinities or NaN)")
 
 
 _CHECKS: dict[str, Callable[[_Checker, Any, Path], None]] = {
@@ -296,25 +344,103 @@ _CHECKS: dict[str, Callable[[_Checker, Any, Path], None]] = {
 }
 
 
+def _check_json(value: dict, path: Path, checker: _Checker) -> None:
+    """A value in memory is JSON data that can be written again: objects with string keys, lists, strings, finite
+    numbers, booleans and null, nested at most MAX_NESTING deep. An iterative walk that builds no path but the one
+    it reports."""
+    stack: list[tuple[Path, Iterator[tuple[Any, Any]], bool]] = [(path, iter(value.items()), True)]
+    while stack:
+        where, items, keyed = stack[-1]
+        step_item = next(items, None)
+        if step_item is None:
+            stack.pop()
+            continue
+        step, item = step_item
+        if keyed and (type(step) is not str or not _unicode(step)):
+            raise checker.expected(where, step, "an object whose keys are strings of Unicode text")
+        kind = type(item)
+        if kind is dict or kind is list:
+            if len(stack) >= MAX_NESTING:
+                raise checker.fail(where + (step,), f"value nests more than {MAX_NESTING} levels deep")
+            stack.append((where + (step,), iter(item.items()) if kind is dict else enumerate(item), kind is dict))
+        elif kind is float and not math.isfinite(item):
+            raise checker.expected(where + (step,), item, "a finite number (JSON has no infinities or NaN)")
+        elif kind is str and not _unicode(item):
+            raise checker.expected(where + (step,), item, "Unicode text (this string holds an unpaired surrogate)")
+        elif kind is int and not -MAX_INTEGER <= item <= MAX_INTEGER:
+            raise checker.expected(where + (step,), item, f"an integer of at most {MAX_INTEGER} in magnitude")
+        elif kind not in (str, int, float, bool, type(None)):
+            raise checker.expected(where + (step,), item, "a JSON value")
+
+
+def _followed(node: dict) -> list[int]:
+    """The references the cycle check follows out of a checked node (all but a Function's body), in order."""
+    found: list[int] = []
+    for field, what in _FOLLOWED[node["node_kind"]]:
+        value = node[field]
+        if what == "id":
+            found.append(value)
+        elif what == "ids":
+            found.extend(value)
+        else:
+            found.extend(value.values())
+    return found
+
+
+def _cycle(cycle: list[int]) -> str:
+    shown = [str(index) for index in cycle]
+    return " -> ".join(shown if len(shown) <= 12 else shown[:6] + ["..."] + shown[-6:])
+
+
+def _unicode(text: str) -> bool:
+    """Whether `text` can be written as UTF-8 (it holds no unpaired surrogate, as JSON read here never does)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return type(value) is int
 
 
-def _volume(shape: list[int], bound: int | None) -> int:
-    """The product of `shape`; past `bound` the exact product does not matter, so it stops there."""
+def _finite(value: Any) -> bool:
+    return math.isfinite(value) if type(value) is float else type(value) is bool or abs(value) <= MAX_INTEGER
+
+
+def _volume(shape: list[int]) -> int | None:
+    """The product of `shape`, or None past MAX_INTEGER (so a long shape of large extents costs little)."""
     if 0 in shape:
         return 0
     volume = 1
     for dim in shape:
         volume *= dim
-        if bound is not None and volume > bound:
-            return volume
+        if volume > MAX_INTEGER:
+            return None
     return volume
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+
+
 def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
+    """`value` as JSON, up to SHOWN_CHARS characters; encoded lazily, so a large value costs little."""
+    text = ""
+    try:
+        for chunk in _ENCODER.iterencode(value):
+            text += chunk[:SHOWN_CHARS + 1]
+            if len(text) > SHOWN_CHARS:
+                break
+    except (TypeError, ValueError, RecursionError):
+        return f"a {type(value).__name__}"
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
+
+
+def _shortened(name: str) -> str:
+    return name if len(name) <= SHOWN_CHARS else name[:SHOWN_CHARS - 3] + "..."
 
 
 def _article(word: str) -> str:
@@ -327,15 +453,28 @@ def scene_from_relayviz(document: Mapping[str, Any], name: str = "relayviz") -> 
     check_relayviz(document)
     nodes = document["nodes"]
     params = {param for node in nodes if node["node_kind"] == "Function" for param in node["params"]}
-    referrers: dict[int, list[int]] = {}
+    functions = {index for index, node in enumerate(nodes) if node["node_kind"] == "Function"}
+    referrers: dict[int, list[int]] = {}  # of each Function that some node refers to
     referenced = set()  # nodes given as values (Op nodes named by Calls are not)
+    links: list[tuple[int, int, str]] = []  # (source, target, label) of each edge, in order
+    labels: dict[Path, str] = {}
     for index, node in enumerate(nodes):
+        call = node["node_kind"] == "Call"
         for inner, target in references(node):
-            referrers.setdefault(target, []).append(index)
-            if not (node["node_kind"] == "Call" and inner == ("op",)):
-                referenced.add(target)
-    outermost = [index for index, node in enumerate(nodes) if node["node_kind"] == "Function"
-                 and _outermost(index, referrers.get(index, []), nodes)]
+            if target in functions:
+                referrers.setdefault(target, []).append(index)
+            if call and inner == ("op",):
+                continue
+            referenced.add(target)
+            label = labels.get(inner)
+            if label is None:
+                label = labels[inner] = str(inner[1]) if inner[0] == "binds" else json_path(inner)
+            links.append((target, index, label))
+    # a Function is outermost when every node that refers to it lies inside it (a recursive call): each referrer
+    # is reached from the Function, and so lies in its strongly connected component
+    component = _components(nodes) if referrers else []
+    outermost = [index for index in sorted(functions)
+                 if all(component[referrer] == component[index] for referrer in referrers.get(index, ()))]
     drawn: dict[int, Node] = {}
     for index, node in enumerate(nodes):
         if node["node_kind"] != "Op" or index in referenced:  # an Op node passed as a value is drawn too
@@ -343,13 +482,9 @@ def scene_from_relayviz(document: Mapping[str, Any], name: str = "relayviz") -> 
     for index in outermost:
         drawn[index].outputs = _returned(nodes[index], drawn[index].name)
     edges = []
-    for index, node in enumerate(nodes):
-        for inner, target in references(node):
-            if node["node_kind"] == "Call" and inner == ("op",):
-                continue
-            label = str(inner[1]) if inner[0] == "binds" else json_path(inner)
-            source = drawn[target]
-            edges.append(Edge(target, index, label, source.outputs[0].name if len(source.outputs) == 1 else None))
+    for source, target, label in links:
+        outputs = drawn[source].outputs
+        edges.append(Edge(source, target, label, outputs[0].name if len(outputs) == 1 else None))
     for count, index in enumerate(outermost):
         output, function = len(nodes) + count, drawn[index]
         drawn[output] = Node(output, OUTPUT, "output" if len(outermost) == 1 else f"output#{index}",
@@ -358,17 +493,48 @@ def scene_from_relayviz(document: Mapping[str, Any], name: str = "relayviz") -> 
     return Scene(name, drawn, edges)
 
 
-def _outermost(function: int, referrers: list[int], nodes: Sequence[Any]) -> bool:
-    """Whether every node that refers to `function` lies inside it (a recursive call), so nothing uses it."""
-    if not referrers:
-        return True
-    inside, pending = {function}, [function]
-    while pending:
-        for _, target in references(nodes[pending.pop()]):
-            if target not in inside:
-                inside.add(target)
-                pending.append(target)
-    return all(referrer in inside for referrer in referrers)
+def _components(nodes: Sequence[Any]) -> list[int]:
+    """The strongly connected component of each node of the reference graph (Tarjan's algorithm, iterative)."""
+    count = len(nodes)
+    order, low, component = [-1] * count, [0] * count, [-1] * count
+    stack: list[int] = []
+    on_stack = bytearray(count)
+    visited = components = 0
+    for root in range(count):
+        if order[root] != -1:
+            continue
+        order[root] = low[root] = visited
+        visited += 1
+        stack.append(root)
+        on_stack[root] = 1
+        work = [(root, [target for _, target in references(nodes[root])], 0)]
+        while work:
+            current, targets, position = work[-1]
+            if position < len(targets):
+                work[-1] = (current, targets, position + 1)
+                target = targets[position]
+                if order[target] == -1:
+                    order[target] = low[target] = visited
+                    visited += 1
+                    stack.append(target)
+                    on_stack[target] = 1
+                    work.append((target, [inner for _, inner in references(nodes[target])], 0))
+                elif on_stack[target]:
+                    low[current] = min(low[current], order[target])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[current])
+            if low[current] == order[current]:
+                while True:
+                    member = stack.pop()
+                    on_stack[member] = 0
+                    component[member] = components
+                    if member == current:
+                        break
+                components += 1
+    return component
 
 
 def _returned(function: Mapping[str, Any], name: str) -> list[TensorType]:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from nnef_torch.errors import NNEFOptionError, NNEFUnsupportedError
+from nnef_torch.format.lexer import MAX_INTEGER
 from nnef_torch.format.tensor_file import TensorData
 from nnef_torch.ir.graph import Graph, Operation, Ref
 
@@ -39,7 +40,12 @@ def relayviz_document(graph: Graph, tensors: Mapping[str, Any] | None = None) ->
 
 
 def format_relayviz(document: Mapping[str, Any]) -> str:
-    """The JSON text of a document: the root's fields and then one node per line."""
+    """The JSON text of a document: the root's fields and then one node per line. The document is checked first
+    (`check_relayviz`: ForeignFormatError naming the JSON path of what is wrong), so that what is written is
+    RelayViz that read_relayviz reads back: finite numbers, integers within 64 bits, no value of another type."""
+    from nnef_torch.viz.relayviz_read import check_relayviz
+    check_relayviz(document)
+
     def dump(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
@@ -89,6 +95,9 @@ class _Writer:
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise NNEFUnsupportedError(f"variable '{name}' holds infinities or NaN, which have no JSON form, so "
                                        "RelayViz cannot hold its values")
+        if array.dtype.kind in "iu" and array.size and max(abs(int(array.min())), abs(int(array.max()))) > MAX_INTEGER:
+            raise NNEFUnsupportedError(f"variable '{name}' holds integers beyond 2^63 - 1, which RelayViz readers "
+                                       "refuse")
         value = {"array_value": array.ravel().tolist(), "array_shape": list(array.shape)}
         self.node_of[name] = self._add({"node_kind": "Const", "value": value, "dtype": str(array.dtype)})
 
@@ -150,12 +159,21 @@ class _Writer:
         variable that has none or whose shape differs."""
         if tensors is None:
             return None
+        if not isinstance(tensors, Mapping):
+            raise NNEFOptionError(f"tensors= takes a mapping of variable label -> values, not a "
+                                  f"{type(tensors).__name__}")
         arrays, problems = {}, []
         for variable in self.graph.signature.variables:
             try:
                 array = _array(_weights(tensors, variable.label))
             except KeyError:
                 problems.append(f"no values for variable '{variable.name}' (label '{variable.label}')")
+                continue
+            except (TypeError, ValueError, RuntimeError):  # ragged lists, objects numpy cannot hold
+                problems.append(f"values of '{variable.label}' are not an array of numbers")
+                continue
+            if array.dtype.kind not in "biuf":
+                problems.append(f"values of '{variable.label}' have dtype {array.dtype}, not numbers or booleans")
                 continue
             if tuple(array.shape) != tuple(variable.shape):
                 problems.append(f"values of '{variable.label}' have shape {list(array.shape)}, variable "
@@ -203,6 +221,8 @@ def _json(value: Any, where: str) -> Any:
         return {str(key): _json(item, where) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_json(item, where) for item in value]
+    if isinstance(value, np.generic):  # a numpy scalar: its Python value
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         raise NNEFUnsupportedError(f"{where}: the value {value} has no JSON form, so RelayViz cannot hold it")
     return value

@@ -41,8 +41,9 @@ def open_drawable(source: Any, *, example_inputs: Any = None, weights: bool = Fa
     from nnef_torch.exporter.model import Model
     from nnef_torch.importer.module import NNEFModule, tensor_at
     if isinstance(source, NNEFModule):
+        from nnef_torch.importer.relower import module_graph
         info = source.nnef
-        graph = read_graph(info.graph_text, quant_text=info.quant_text)
+        graph = module_graph(source, "viz", quant=True)  # with the options it was loaded with (batch, shapes, ...)
         tensors = {slot.label: tensor_at(source, slot.path) for slot in info.slots.values()} if weights else None
         return Drawable(graph, tensors)
     if isinstance(source, torch.nn.Module):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nnef_torch.frontends.nnvm.params import load_parameters, read_ndarray_list
+from nnef_torch.formats.nnvm.params import load_parameters, read_ndarray_list
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from exporter.consumers import close
-from frontends.khronos_session import run_khronos
+from formats.khronos_session import run_khronos
 
 from cli.helpers import cli
 
-FIXTURES = Path(__file__).resolve().parents[1] / "frontends" / "lightnet" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "lightnet" / "fixtures"
 
 
 @pytest.fixture()

@@ -17,8 +17,8 @@ from cli.helpers import cli
 from nnef_torch.cli import demo_model_path
 
 TINY = Path(demo_model_path())
-TRAINING = Path(__file__).resolve().parents[1] / "frontends" / "nnvm" / "fixtures" / "training"
-LIGHTNET = Path(__file__).resolve().parents[1] / "frontends" / "lightnet" / "fixtures"
+TRAINING = Path(__file__).resolve().parents[1] / "formats" / "nnvm" / "fixtures" / "training"
+LIGHTNET = Path(__file__).resolve().parents[1] / "formats" / "lightnet" / "fixtures"
 NEEDS_DOT = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed "
                                                                    "(apt-get install graphviz)")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from exporter.consumers import run_tract
-from frontends.khronos_session import run_khronos
+from formats.khronos_session import run_khronos
 
 from examples.test_examples import run_example
 

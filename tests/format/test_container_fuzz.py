@@ -1,5 +1,6 @@
-"""Fuzzing the archive reader: mutated .tar and .tgz models are read whole (`read_model`, every tensor) or refused
-with a located `NNEFError`; nothing else escapes, and nothing is written anywhere.
+"""Fuzzing the archive reader: mutated .tar and .tgz models are read whole (`read_model`, every tensor; graph_def
+archives of two networks with `graph_def.load`, every document) or refused with a located `NNEFError`; nothing else
+escapes, no message quotes a document that is not NNEF, and nothing is written anywhere.
 
 Mutations edit header fields of the uncompressed tar (size, type, name, link name, mode) with a valid checksum, so
 that they pass tarfile's checks and reach ours, as well as raw bytes, truncations and the gzip layer.
@@ -113,3 +114,43 @@ def test_mutated_archive_is_read_or_refused_cleanly(tmp_path_factory, edits, gzi
 def _gzip(data: bytes) -> bytes:
     import gzip
     return gzip.compress(data, mtime=0)
+
+
+# graph_def archives: graph.nnef and another network beside it (train.nnef, train.quant), sharing the .dat members;
+# loaded whole by graph_def.load, which reads every document of the archive
+TRAIN = GRAPH.replace(b"graph G", b"graph T").replace(b"output = add(input, w);", b"output = relu(input);")
+GRAPH_DEF_MEMBERS = [*MEMBERS, ("train.nnef", TRAIN), ("train.quant", QUANT)]
+STRAY = ("notes.nnef", b"root:x:0:0:TOPSECRET:/root:/bin/bash\n")  # a document that is no NNEF
+
+
+@fuzz(100)
+@given(st.lists(edit, max_size=4), st.booleans(), st.permutations(range(len(GRAPH_DEF_MEMBERS))),
+       st.integers(0, len(GRAPH_DEF_MEMBERS)), st.booleans())
+def test_mutated_graph_def_archive_is_read_or_refused_cleanly(tmp_path_factory, edits, gzipped, order, dropped,
+                                                              stray):
+    from nnef_torch import graph_def
+
+    members = [GRAPH_DEF_MEMBERS[i] for i in order if i != dropped] + ([STRAY] if stray else [])  # one left out
+    data = bytearray(_tar(members))
+    for kind, a, b, c in edits:
+        if kind == "field":
+            headers = _header_offsets(bytes(data))
+            if headers:
+                values = FIELD_VALUES[b]
+                _set_field(data, headers[a % len(headers)], b, values[c % len(values)])
+        elif kind == "flip" and a < len(data):
+            data[a] ^= b
+        elif kind == "truncate":
+            del data[a:]
+    folder = tmp_path_factory.mktemp("graph_def_archive")
+    path = folder / ("m.tgz" if gzipped else "m.tar")
+    path.write_bytes(_gzip(bytes(data)) if gzipped else bytes(data))
+    try:
+        g = graph_def.load(path)
+        assert {"G", "T"} >= set(g.networks) and "G" in g.networks
+    except NNEFError as error:
+        shown = str(error)
+        assert error.location is not None and error.location.file, shown
+        assert "TOPSECRET" not in shown and "bin/bash" not in shown, shown
+    assert sorted(os.listdir(folder)) == [path.name]
+    assert not (Path(folder).parent / "evil.dat").exists()

@@ -8,6 +8,8 @@ The fixtures under producers/ were written by nnef_tools' ONNX converter and tor
 """
 from __future__ import annotations
 
+import cProfile
+import pstats
 import re
 import warnings
 from pathlib import Path
@@ -18,7 +20,7 @@ import torch
 
 import nnef_torch
 from nnef_torch.cli import main
-from nnef_torch.errors import NNEFDeviationWarning, NNEFError
+from nnef_torch.errors import NNEFDeviationWarning, NNEFError, NNEFSemanticError
 from nnef_torch.reader import read_graph, read_model
 
 PRODUCERS = Path(__file__).parent / "producers"
@@ -139,6 +141,58 @@ def test_duplicate_assignment_with_another_right_hand_side_is_an_error():
     with pytest.raises(NNEFError, match="'y' is assigned more than once") as caught:
         read_graph(text)
     assert caught.value.location.line == 7
+
+
+def test_duplicate_assignment_of_a_long_chain_is_compared_without_recursion():
+    """Regression: the two right-hand sides were compared recursively, and a chain of 3000 links ended in
+    RecursionError."""
+    chain = "x" + " + 1.0" * 3000
+    text = _graph(f"    y = {chain};\n    y = {chain};\n", "extension KHR_enable_operator_expressions;\n")
+    graph, found = recorded(lambda: read_graph(text))
+    assert [(w.rule, w.location.line) for w in found] == [("duplicate-assignment", 8)]
+    assert len(graph.operations) == 3001  # the external and one chain
+
+
+def test_external_declared_twice_is_refused_even_leniently():
+    """Regression: a repeated `external` was read as an identical duplicate; declaring an input twice is an
+    error in both readings, at the second declaration."""
+    text = _graph("    x = external<scalar>(shape = [2, 3]);\n    y = tanh(x);\n")
+    for lenient in (True, False):
+        with pytest.raises(NNEFSemanticError, match="graph input 'x' is declared by external more than once") \
+                as caught:
+            read_graph(text, lenient=lenient)
+        assert (caught.value.location.line, caught.value.location.column) == (6, 5)
+
+
+def _calls(text: str) -> int:
+    """The function calls reading `text` takes (a measure of work that does not depend on the machine)."""
+    profile = cProfile.Profile()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NNEFDeviationWarning)
+        profile.enable()
+        try:
+            read_graph(text)
+        finally:
+            profile.disable()
+    return sum(entry[1] for entry in pstats.Stats(profile).stats.values())
+
+
+def _epsilon_uses(n: int, copies: int) -> str:
+    """`n` statements passing the constant tensor `e` (at the end of a chain of `copies` copies) as epsilon."""
+    lines = ["    e0 = constant<scalar>(shape = [], value = [0.5]);\n"]
+    lines += [f"    e{i} = copy(e{i - 1});\n" for i in range(1, copies + 1)]
+    lines += ["    h0 = copy(x);\n"] + [f"    h{i} = batch_normalization(h{i - 1}, 0.0, 1.0, 0.0, 1.0, "
+                                         f"epsilon = e{copies});\n" for i in range(1, n + 1)]
+    return _graph("".join(lines) + f"    y = copy(h{n});\n")
+
+
+@pytest.mark.parametrize("n, copies", [(300, 0), (50, 50)], ids=["constant", "through_copies"])
+def test_tensor_attribute_uses_take_linear_work(n, copies):
+    """Regression: each use looked for the tensor's producer among every operation written so far (and along
+    its copies), so 16k uses took minutes. Work counted at n and 4n uses (and copies): about 4 times, not 16
+    (or 64 along copies)."""
+    small, large = _calls(_epsilon_uses(n, copies)), _calls(_epsilon_uses(4 * n, 4 * copies))
+    assert large < 6 * small, (small, large)
 
 
 def test_constant_tensor_epsilon_is_its_value(tmp_path):

@@ -1,13 +1,16 @@
 """Parser and printer: precedence as documented, exact round trips, agreement with the Khronos parser."""
 from __future__ import annotations
 
+import math
+
 import pytest
 from khronos import CONFORMANCE, conformance_cases, khronos
 
+from nnef_torch.errors import ExportError, Location, NNEFError
 from nnef_torch.format import ast
 from nnef_torch.format.lexer import tokenize
 from nnef_torch.format.parser import parse_document, parse_expression, parse_fragments
-from nnef_torch.format.printer import print_document, print_expr, print_fragment
+from nnef_torch.format.printer import print_assignment, print_document, print_expr, print_fragment, print_literal
 from nnef_torch.stdlib import stdlib_text
 
 I = ast.Identifier
@@ -135,8 +138,42 @@ def test_arrays_of_numbers_are_compact_and_read_as_the_nodes_they_stand_for():
     assert parse_expression("[-0.5, 1e3]").items.values() == [-0.5, 1000.0]
 
 
+def test_arrays_of_names_and_logicals_are_compact_and_read_as_the_nodes_they_stand_for():
+    expr = parse_expression("[x, yy, x]")
+    assert isinstance(expr.items, ast.NameItems) and expr.items.names() == ["x", "yy", "x"]
+    assert expr.items.first_places() == {"x": 0, "yy": 1}
+    assert [item.loc.column for item in expr.items] == [2, 5, 9]
+    assert expr == ast.ArrayExpr((ast.Identifier("x"), ast.Identifier("yy"), ast.Identifier("x")))
+    logicals = parse_expression("[true, false]")
+    assert isinstance(logicals.items, ast.NumberItems) and logicals.items.values() == [True, False]
+    assert logicals == ast.ArrayExpr((ast.Literal(True, "logical"), ast.Literal(False, "logical")))
+    assert [print_expr(e) for e in (expr, logicals)] == ["[x, yy, x]", "[true, false]"]
+
+
 @pytest.mark.parametrize("text", ["[1, 2.5]", "[1, x]", "[1, - 2]", "[1 + 2, 3]", "[2, 3 ^ 2]", "[1, [2]]"])
 def test_arrays_with_other_items_are_read_item_by_item(text):
     expr = parse_expression(text)
     assert not isinstance(expr.items, ast.NumberItems)
     assert print_expr(expr) == text.replace("- 2", "-2")
+
+
+@pytest.mark.parametrize("text", ["[x, 1]", "[true, x]", "[x, f(x)]", "[x, x[0]]", "[x, -y]", "[x, y + z]", "[true, 1]"])
+def test_arrays_of_names_with_other_items_are_read_item_by_item(text):
+    expr = parse_expression(text)
+    assert type(expr.items) is tuple and print_expr(expr) == text
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_printing_a_value_without_literal_names_its_attribute(value):
+    call = ast.Invocation("leaky_relu", None, (ast.Argument(None, ast.Identifier("x")),
+                                               ast.Argument("alpha", ast.Literal(value, "scalar"))),
+                          Location("graph.nnef", 7, 14))
+    with pytest.raises(ExportError, match=f"attribute 'alpha' of 'leaky_relu': NNEF has no literal for the scalar "
+                                          f"{value}") as info:
+        print_assignment(ast.Assignment(ast.Identifier("y"), call))
+    assert isinstance(info.value, NNEFError) and str(info.value.location) == "graph.nnef:7:14"
+    nested = ast.Invocation("f", None, (ast.Argument("a", ast.ArrayExpr((ast.Literal(1.0, "scalar"), call))),))
+    with pytest.raises(ExportError, match="attribute 'alpha' of 'leaky_relu'"):  # the innermost invocation names it
+        print_expr(nested)
+    with pytest.raises(ExportError, match="no literal for the scalar"):
+        print_literal([1.0, value])

@@ -2,6 +2,9 @@
 other network a standard document beside it; loading the folder (or archive) brings them all back."""
 from __future__ import annotations
 
+import dataclasses
+import math
+import os
 import tarfile
 
 import nnef
@@ -11,7 +14,15 @@ import torch
 
 from graph_def.twins import TINY, images, khronos_outputs
 from nnef_torch import graph_def
-from nnef_torch.errors import NNEFError, NNEFOptionError
+from nnef_torch.errors import (
+    ExportError,
+    NNEFContainerError,
+    NNEFError,
+    NNEFOptionError,
+    NNEFSemanticError,
+    NNEFShapeError,
+)
+from nnef_torch.format import tensor_file
 from nnef_torch.graph_def import NetworkPass
 
 
@@ -111,3 +122,80 @@ def test_same_label_with_different_shapes_is_refused(tmp_path):
     g.add(other)
     with pytest.raises(NNEFError, match="'fc/weight' has shape"):
         graph_def.save(tmp_path / "m", g)
+
+
+# ---- a model folder read under the container's rules -------------------------------------------------------------
+
+def _leaky(name: str = "G", alpha: str = "0.5", shape: str = "[2, 3]") -> str:
+    return (f"version 1.0;\n\ngraph {name}( input ) -> ( output )\n{{\n    input = external<scalar>(shape = [2, 3]);\n"
+            f"    w = variable<scalar>(shape = {shape}, label = 'w');\n    s = add(input, w);\n"
+            f"    output = leaky_relu(s, alpha = {alpha});\n}}\n")
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "graph.nnef").write_text(_leaky())
+    (tmp_path / "m" / "w.dat").write_bytes(tensor_file.encode(np.ones((2, 3), np.float32)))
+    (tmp_path / "outside.txt").write_text("root:x:0:0:TOPSECRET:/root:/bin/bash\n")
+    return tmp_path / "m"
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symbolic links need a POSIX system")
+@pytest.mark.parametrize("name", ["train.nnef", "train.quant"])
+def test_document_linked_outside_the_folder_is_refused_unread(folder, name):
+    (folder / "train.nnef").write_text(_leaky("train"))
+    (folder / name).unlink(missing_ok=True)
+    os.symlink(folder.parent / "outside.txt", folder / name)
+    with pytest.raises(NNEFContainerError, match="resolves outside the model folder") as info:
+        graph_def.load(folder)
+    assert info.value.location.file == str(folder / name)
+    assert "TOPSECRET" not in str(info.value) and "bin/bash" not in str(info.value)
+
+
+@pytest.mark.parametrize("content", ["root:x:0:0:TOPSECRET:/root:/bin/bash\n", "\x7fELF\x02TOPSECRET\x00",
+                                     "graph TOPSECRET( x ) -> ( y )\n"], ids=["password", "binary", "no_version"])
+def test_document_that_is_not_nnef_is_refused_quoting_nothing(folder, content):
+    (folder / "notes.nnef").write_text(content)
+    with pytest.raises(NNEFError, match="expected 'version' at the start") as info:
+        graph_def.load(folder)
+    shown = str(info.value)
+    assert info.value.location.file == str(folder / "notes.nnef") and "\n" not in shown
+    assert "TOPSECRET" not in shown and "bin/bash" not in shown
+
+
+def test_two_networks_of_one_name_are_located_at_the_second(folder):
+    (folder / "again.nnef").write_text("# the same name\n" + _leaky())
+    with pytest.raises(NNEFSemanticError, match="network 'G' is defined twice") as info:
+        graph_def.load(folder)
+    error = info.value
+    assert (error.location.file, error.location.line, error.location.column) == (str(folder / "again.nnef"), 4, 1)
+    assert str(folder / "graph.nnef") in error.message
+
+
+def test_one_label_with_two_shapes_in_two_networks_is_refused_naming_both(folder):
+    (folder / "other.nnef").write_text(_leaky("other", shape="[1, 3]"))
+    with pytest.raises(NNEFShapeError, match="label 'w' with shape \\[1, 3\\]") as info:
+        graph_def.load(folder, exclude_parameter=True)
+    error = info.value
+    assert (error.location.file, error.location.line, error.location.column) == (str(folder / "other.nnef"), 6, 9)
+    assert "network 'G'" in error.message and f"{folder / 'graph.nnef'}:6:9" in error.message
+
+
+def test_networks_of_one_label_and_shape_share_it(folder):
+    (folder / "other.nnef").write_text(_leaky("other"))
+    g = graph_def.load(folder)
+    assert list(g.networks) == ["G", "other"] and list(g.parameters) == ["w"]
+
+
+def test_saving_an_infinite_attribute_names_it(folder, tmp_path):
+    g = graph_def.load(folder)
+    network = g.default_graph()
+    operations = tuple(dataclasses.replace(op, attribs={**op.attribs, "alpha": math.inf})
+                       if op.name == "leaky_relu" else op for op in network.graph.operations)
+    network.graph = dataclasses.replace(network.graph, operations=operations)
+    with pytest.raises(ExportError, match="attribute 'alpha' of 'leaky_relu': NNEF has no literal for the scalar "
+                                          "inf") as info:
+        graph_def.save(tmp_path / "out", network, variable_batch_size=False)
+    assert (info.value.location.file, info.value.location.line) == (str(folder / "graph.nnef"), 8)
+    assert not (tmp_path / "out").exists()

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-from frontends.khronos_session import run_khronos
+from formats.khronos_session import run_khronos
 
 from nnef_torch.cli import demo_model_path
 

@@ -85,7 +85,10 @@ def test_a_module_loaded_on_meta_materializes_at_its_batch_size(tmp_path):
     folder = write_model(tmp_path, TEXT, {"w": w})
     module = nnef_torch.load(folder, batch_size=3, batch_axes={"mask": 1, "scale": None}, device="meta")
     module.materialize()
-    assert module.nnef.options["input_shapes"] == {"x": [3, 3, 4], "mask": [3, 3], "scale": [1, 1, 4]}
+    options = module.nnef.options  # a ReadOptions: the source opens again at the batch it was loaded with
+    assert (options.batch_size, options.axes) == (3, {"mask": 1, "scale": None})
+    assert {e.name: list(e.shape) for e in module.nnef_graph.signature.externals} == \
+        {"x": [3, 3, 4], "mask": [3, 3], "scale": [1, 1, 4]}
     assert module(torch.rand(3, 3, 4), torch.rand(3, 3), torch.rand(1, 1, 4)).shape == (3, 12)
 
 

@@ -142,7 +142,7 @@ def test_an_intermediate_graph_output_is_not_fused(tmp_path):
 
 
 def test_the_exporter_layer_norm_fragment_fuses(tmp_path):
-    library = resources.files("nnef_torch.exporter").joinpath("fragments.nnef").read_text()
+    library = resources.files("nnef_torch.stdlib").joinpath("extensions.nnef").read_text()
     body = """
         y = layer_norm(x, scale, offset, axes = [2], epsilon = 1e-5);
         z = layer_norm(x, axes = [1, 2], epsilon = 1e-5);"""
@@ -205,7 +205,7 @@ def test_gelu_with_a_shared_product_is_not_fused(tmp_path):
 
 def test_tanh_gelu_is_torch_gelu():
     x = torch.linspace(-8, 8, 2001)
-    library = resources.files("nnef_torch.exporter").joinpath("fragments.nnef").read_text()
+    library = resources.files("nnef_torch.stdlib").joinpath("extensions.nnef").read_text()
     text = _graph_text("y = gelu_tanh(x);", {"x": [2001]}, ["y"], library=library)
     graph = read_graph(text)
     assert [op.name for op in fuse(graph).operations] == ["external", "fused_gelu_tanh"]

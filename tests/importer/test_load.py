@@ -9,7 +9,7 @@ import torch
 
 import nnef_torch
 from importer.model_files import CODES, rng, write_codes_model, write_model
-from nnef_torch.errors import NNEFError, NNEFQuantizationError, NNEFUnsupportedError
+from nnef_torch.errors import NNEFError, NNEFQuantizationError, NNEFShapeError, NNEFUnsupportedError
 
 TWO_OUTPUTS = """version 1.0;
 extension KHR_enable_operator_expressions;
@@ -272,3 +272,12 @@ graph G{inputs} -> ( y )
     else:
         torch.testing.assert_close(module(x), torch.relu(x))
         torch.testing.assert_close(module(x, torch.zeros(2)), torch.relu(x))
+
+
+def test_variable_of_more_bytes_than_a_tensor_holds_is_refused_at_its_declaration(tmp_path):
+    text = ("version 1.0;\ngraph G( x ) -> ( y )\n{\n    x = external<scalar>(shape = [1]);\n"
+            "    w = variable<scalar>(shape = [7, 1000000000000000000], label = 'w');\n    y = add(x, w);\n}\n")
+    folder = write_model(tmp_path, text)
+    with pytest.raises(NNEFShapeError, match="more bytes than a tensor can have") as caught:
+        nnef_torch.load(folder, device="meta")
+    assert (caught.value.location.line, caught.value.location.column) == (5, 9)

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 
 from nnef_torch.errors import NNEFShapeError
 from nnef_torch.ir.deviations import LENIENT_OPS
-from nnef_torch.ops import shapes  # noqa: F401  (registers the rules)
 from nnef_torch.ops.registry import shape_rules
 
 nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package is the oracle of these tests")

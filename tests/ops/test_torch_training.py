@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from nnef_torch.errors import NNEFShapeError
-from nnef_torch.ops import shapes  # noqa: F401  (registers the shape rules)
 from nnef_torch.ops.registry import entry
 from nnef_torch.ops.torch_training import BatchNormMoving, Dropout
 
@@ -65,14 +64,14 @@ def test_dropout_shares_one_decision_along_axes():
 
 
 def test_shape_rules_and_registration():
-    assert entry("batch_norm_moving").shape((2, 3, 4), (3,), (3,), (3,), (), epsilon=1e-5, momentum=0.1) == (2, 3, 4)
+    assert entry("batch_norm_moving", "torch").shape((2, 3, 4), (3,), (3,), (3,), (), epsilon=1e-5, momentum=0.1) == (2, 3, 4)
     with pytest.raises(NNEFShapeError, match="'offset' must have shape \\[3\\]"):
-        entry("batch_norm_moving").shape((2, 3, 4), (3,), (3,), (1, 3), (), epsilon=1e-5, momentum=0.1)
-    assert entry("batch_norm_moving").state == ("mean", "variance")
+        entry("batch_norm_moving", "torch").shape((2, 3, 4), (3,), (3,), (1, 3), (), epsilon=1e-5, momentum=0.1)
+    assert entry("batch_norm_moving", "torch").state == ("mean", "variance")
     with pytest.raises(NNEFShapeError, match="'mean' must have shape \\[3\\]"):
-        entry("batch_norm_moving").shape((2, 3, 4), (1, 3), (3,), (), (), epsilon=1e-5, momentum=0.1)
+        entry("batch_norm_moving", "torch").shape((2, 3, 4), (1, 3), (3,), (), (), epsilon=1e-5, momentum=0.1)
     with pytest.raises(NNEFShapeError, match="'momentum' must be in"):
-        entry("batch_norm_moving").shape((2, 3), (3,), (3,), (), (), epsilon=1e-5, momentum=1.5)
+        entry("batch_norm_moving", "torch").shape((2, 3), (3,), (3,), (), (), epsilon=1e-5, momentum=1.5)
     with pytest.raises(NNEFShapeError, match="'rate' must be in"):
         entry("dropout").shape((2, 3), rate=1.0, axes=[])
-    assert entry("dropout").module is Dropout and entry("batch_norm_moving").module is BatchNormMoving
+    assert entry("dropout").module is Dropout and entry("batch_norm_moving", "torch").module is BatchNormMoving

@@ -18,10 +18,7 @@ import pytest
 import torch
 
 from nnef_torch.format.printer import print_literal
-from nnef_torch.ops import (
-    registry,
-    shapes,  # noqa: F401  (registers the shape rules)
-)
+from nnef_torch.ops import registry
 
 _KIND = {"f": "scalar", "i": "integer", "u": "integer", "b": "logical"}
 

@@ -145,3 +145,14 @@ def test_readme_picture_is_the_demo_model_drawn_by_the_tool():
     for op in operations:
         (output,) = op.outputs.values()
         assert f"{output} = {op.name}" in svg
+
+
+def test_module_loaded_with_a_batch_size_is_drawn_at_that_batch(tmp_path):
+    module = nnef_torch.load(TINY, batch_size=8)
+    produced = module(torch.randn(8, 1, 16, 16)).shape  # what the module computes, by torch
+    viz.draw(module, tmp_path / "batch.json")
+    document = json.loads((tmp_path / "batch.json").read_text())
+    (image,) = [node for node in document["nodes"] if node.get("name") == "image"]
+    assert image["shape"] == [8, 1, 16, 16]
+    function = document["nodes"][-1]
+    assert function["node_kind"] == "Function" and function["ret_type"]["shape"] == list(produced)

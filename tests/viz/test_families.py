@@ -12,7 +12,7 @@ from nnef_torch.stdlib import standard_fragments
 from nnef_torch.viz.families import FAMILIES, FAMILY_COLOURS, FAMILY_OF, colour, family
 
 PACKAGE = Path(nnef_torch.__file__).parent
-LIBRARIES = [PACKAGE / "exporter" / "fragments.nnef", *sorted((PACKAGE / "frontends").glob("*/fragments.nnef"))]
+LIBRARIES = [PACKAGE / "stdlib" / "extensions.nnef", *sorted((PACKAGE / "formats").glob("*/fragments.nnef"))]
 
 # op -> family, one row per kind of case: standard ops of each family, library fragments, names the table does
 # not hold, and other frameworks' names

@@ -3,8 +3,12 @@ scenes; each class of bad document is refused with its JSON path and the line an
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
+from fuzzing import fuzz
+from hypothesis import given
+from hypothesis import strategies as st
 
 from nnef_torch.errors import ForeignFormatError
 from nnef_torch.viz.relayviz_read import json_path, parse_relayviz, read_relayviz, scene_from_relayviz
@@ -299,3 +303,141 @@ def test_empty_document_is_valid():
     document = parse_relayviz('{"format": "relayviz", "version": [1, 0], "nodes": []}')
     scene = scene_from_relayviz(document)
     assert scene.nodes == {} and scene.edges == []
+
+
+# ---- hostile documents: fields of the wrong JSON type, values without a JSON form, long names, large graphs ----
+
+@pytest.mark.parametrize("kind", [["Var"], {"Var": 1}, 3, 2.5, True])
+def test_node_kind_of_another_json_type_is_refused_at_it(kind):
+    text = SMALL.replace('"node_kind": "Op"', f'"node_kind": {json.dumps(kind)}', 1)
+    with pytest.raises(ForeignFormatError) as caught:
+        parse_relayviz(text, "doc.json")
+    assert caught.value.message.startswith("nodes[1].node_kind: expected a node_kind among")
+    assert (caught.value.location.line, caught.value.location.column) == position(text, json.dumps(kind) + ",")
+
+
+@pytest.mark.parametrize("value, marker", [("1e999", "1e999"), ("-1E+400", "-1E+400"),
+                                           ('{"array_value": [1, 1e400], "array_shape": [2]}', "1e400")])
+def test_constant_that_reads_as_an_infinity_is_refused_at_it(value, marker):
+    text = SMALL.replace('"value": 1.5', f'"value": {value}', 1)
+    with pytest.raises(ForeignFormatError, match="reads as an infinity") as caught:
+        parse_relayviz(text, "doc.json")
+    assert (caught.value.location.line, caught.value.location.column) == position(text, marker)
+
+
+def _in_memory(**changes: object) -> dict:
+    document = json.loads(SMALL)
+    for field, value in changes.items():
+        node, key = field.split("__")
+        document["nodes"][int(node[1:])][key] = value
+    return document
+
+
+@pytest.mark.parametrize("changes, path", [
+    ({"n2__value": math.inf}, "nodes[2].value"),
+    ({"n2__value": {"array_value": [1.0, math.nan], "array_shape": [2]}}, "nodes[2].value.array_value[1]"),
+    ({"n1__attrs": {"a": [1, {"b": -math.inf}]}}, "nodes[1].attrs.a[1].b"),
+    ({"n1__attrs": {"a": {1, 2}}}, "nodes[1].attrs.a"),
+    ({"n1__attrs": {"a": {3: 1}}}, "nodes[1].attrs.a"),
+    ({"n1__attrs": {"a": 2 ** 64}}, "nodes[1].attrs.a"),
+    ({"n0__shape": [2, 2 ** 70]}, "nodes[0].shape[1]"),
+    ({"n2__value": 10 ** 30}, "nodes[2].value"),
+])
+def test_documents_in_memory_hold_only_what_json_holds(changes, path):
+    document = _in_memory(**changes)
+    with pytest.raises(ForeignFormatError) as caught:
+        scene_from_relayviz(document)
+    assert caught.value.message.startswith(f"{path}: ")
+
+
+def test_attrs_nesting_past_the_limit_in_memory_is_refused():
+    deep: list = []
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(ForeignFormatError, match="nests more than 64 levels"):
+        scene_from_relayviz(_in_memory(n1__attrs={"deep": deep}))
+
+
+def test_names_from_the_document_are_shortened_in_messages():
+    long = "k" * 10_000
+    text = SMALL.replace('"shape": [2, 3]}', f'"shape": [2, 3], "{long}": 1' + "}", 1)
+    with pytest.raises(ForeignFormatError) as caught:
+        parse_relayviz(text)
+    assert len(caught.value.message) < 300 and "kkk..." in caught.value.message
+    document = {"format": "relayviz", "version": [1, 0], "nodes": [
+        {"node_kind": "Bind", "expr": 0, "binds": {long + " x": 5}}]}
+    with pytest.raises(ForeignFormatError) as caught:
+        parse_relayviz(json.dumps(document))
+    assert len(caught.value.message) < 300
+
+
+def test_array_shape_of_a_huge_volume_is_refused_without_computing_it():
+    shape = [2 ** 62] * 20_000
+    text = SMALL.replace('"value": 1.5', '"value": {"array_value": [1], "array_shape": ' + json.dumps(shape) + "}", 1)
+    with pytest.raises(ForeignFormatError) as caught:
+        parse_relayviz(text)
+    assert "expected more than 9223372036854775807 values" in caught.value.message
+    assert len(caught.value.message) < 300
+
+
+def test_deep_chain_of_functions_is_drawn():
+    nodes = [{"node_kind": "Var", "name": "x", "dtype": "float32", "shape": [1]}]
+    nodes += [{"node_kind": "Function", "body": index, "params": [0]} for index in range(5000)]
+    scene = scene_from_relayviz({"format": "relayviz", "version": [1, 0], "nodes": nodes})
+    assert [node.id for node in scene.nodes.values() if node.kind == OUTPUT] == [len(nodes)]
+    assert scene.edges[-1].source == len(nodes) - 1
+
+
+def outermost_by_reach(nodes: list[dict]) -> list[int]:
+    """The Functions whose every referrer is reached from them (the definition, walked from each Function)."""
+    from nnef_torch.viz.relayviz_read import references
+    referrers: dict[int, list[int]] = {}
+    for index, node in enumerate(nodes):
+        for _, target in references(node):
+            referrers.setdefault(target, []).append(index)
+    found = []
+    for index, node in enumerate(nodes):
+        if node["node_kind"] != "Function":
+            continue
+        inside, pending = {index}, [index]
+        while pending:
+            for _, target in references(nodes[pending.pop()]):
+                if target not in inside:
+                    inside.add(target)
+                    pending.append(target)
+        if all(referrer in inside for referrer in referrers.get(index, [])):
+            found.append(index)
+    return found
+
+
+@fuzz(60)
+@given(st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 11), max_size=3)), min_size=1, max_size=12))
+def test_outermost_functions_are_those_every_referrer_lies_inside(shape):
+    """Functions (body and params) and Tuples over a random reference graph; cycles must pass through a body."""
+    count = len(shape) + 1
+    nodes: list[dict] = [{"node_kind": "Var", "name": "v", "dtype": "float32", "shape": []}]
+    for index, (function, targets) in enumerate(shape, start=1):
+        targets = [target % count for target in targets]
+        if function:
+            nodes.append({"node_kind": "Function", "body": targets[0] if targets else 0, "params": [0]})
+        else:
+            nodes.append({"node_kind": "Tuple", "fields": [target for target in targets if target < index]})
+    document = {"format": "relayviz", "version": [1, 0], "nodes": nodes}
+    try:
+        scene = scene_from_relayviz(document)
+    except ForeignFormatError:
+        return
+    outputs = sorted(edge.source for edge in scene.edges if scene.nodes[edge.target].kind == OUTPUT)
+    assert outputs == outermost_by_reach(nodes)
+
+
+@pytest.mark.parametrize("changes, path", [({"n0__name": "x\udc80"}, "nodes[0].name"),
+                                           ({"n1__attrs": {"k\ud800": 1}}, "nodes[1].attrs"),
+                                           ({"n1__attrs": {"k": ["\ud800"]}}, "nodes[1].attrs.k[0]")])
+def test_strings_in_memory_must_be_unicode_text(changes, path):
+    from nnef_torch.viz.relayviz_write import format_relayviz
+    document = _in_memory(**changes)
+    for checked in (scene_from_relayviz, format_relayviz):
+        with pytest.raises(ForeignFormatError) as caught:
+            checked(document)
+        assert caught.value.message.startswith(f"{path}: ")

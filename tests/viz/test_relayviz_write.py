@@ -334,3 +334,40 @@ def test_written_file_has_one_node_per_line(tmp_path):
     document = relayviz_document(graph)
     assert len(lines) == len(document["nodes"]) + 2
     assert [json.loads(line.strip().rstrip(",")) for line in lines[1:-1]] == document["nodes"]
+
+
+@pytest.mark.parametrize("values, problem", [
+    ([[1.0, 2.0], [3.0]], "not an array of numbers"),
+    (np.array(["a", "b"]), "dtype <U1, not numbers"),
+    (np.array([1 + 2j, 3j]), "dtype complex128, not numbers"),
+    (np.array([object(), object()]), "dtype object, not numbers"),
+])
+def test_values_that_are_not_arrays_of_numbers_are_refused(values, problem):
+    graph = read_graph(VALUES_TEXT)
+    with pytest.raises(NNEFOptionError, match=problem):
+        relayviz_document(graph, {"w": values, "v": np.ones((1, 2), np.float32)})
+
+
+def test_tensors_must_be_a_mapping():
+    with pytest.raises(NNEFOptionError, match="mapping"):
+        relayviz_document(read_graph(VALUES_TEXT), [np.ones(2)])
+
+
+def test_integers_past_64_bits_are_refused():
+    graph = read_graph(VALUES_TEXT)
+    with pytest.raises(NNEFUnsupportedError, match="beyond 2\\^63 - 1"):
+        relayviz_document(graph, {"w": np.array([1, 2 ** 64 - 1], np.uint64), "v": np.ones((1, 2), np.float32)})
+
+
+@pytest.mark.parametrize("value, path", [(math.inf, "nodes[0].value"), ({"k": [math.nan]}, "nodes[1].attrs.k[0]"),
+                                         (2 ** 70, "nodes[0].value")])
+def test_documents_without_a_json_form_are_refused_before_writing(value, path):
+    from nnef_torch.errors import ForeignFormatError
+    nodes = [{"node_kind": "Const", "value": 1.0, "dtype": "float32"}, {"node_kind": "Op", "name": "add", "attrs": {}}]
+    if path.startswith("nodes[0]"):
+        nodes[0]["value"] = value
+    else:
+        nodes[1]["attrs"] = value
+    with pytest.raises(ForeignFormatError) as caught:
+        format_relayviz({"format": "relayviz", "version": [1, 0], "nodes": nodes})
+    assert caught.value.message.startswith(f"{path}: ")

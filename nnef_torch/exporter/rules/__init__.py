@@ -1,4 +1,5 @@
-"""Export rules: ATen operations -> NNEF operations, registered in the op table with `@export_rule`.
+"""Export rules: ATen operations -> NNEF operations, registered in the op table with `@export_rule` (the table's
+`aten` facet: `nnef_torch.ops.registry.FACETS` lists these modules).
 
 - `common`: broadcasting alignment and argument helpers shared by the rules
 - `elementwise`: arithmetic, comparisons, logic, activations
@@ -9,4 +10,3 @@
 - `patches`: unfold and fold (im2col, col2im)
 - `sampling`: bicubic up-sampling and grid sampling
 """
-from nnef_torch.exporter.rules import elementwise, indexing, nn, patches, reduce, sampling, tensor  # noqa: F401

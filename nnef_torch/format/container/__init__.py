@@ -7,6 +7,7 @@ target.
 """
 from nnef_torch.format.container.reading import (
     DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_DOCUMENT_BYTES,
     DEFAULT_MAX_MEMBERS,
     GRAPH_FILE,
     HEAD_SIZE,
@@ -15,9 +16,11 @@ from nnef_torch.format.container.reading import (
     ModelFiles,
     label_to_relpath,
     open_model,
+    open_regular,
     read_file,
 )
 from nnef_torch.format.container.writing import write_file, write_files, write_model
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_MEMBERS", "GRAPH_FILE", "HEAD_SIZE", "QUANT_FILE", "Check", "ModelFiles",
-           "label_to_relpath", "open_model", "read_file", "write_file", "write_files", "write_model"]
+__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_DOCUMENT_BYTES", "DEFAULT_MAX_MEMBERS", "GRAPH_FILE", "HEAD_SIZE",
+           "QUANT_FILE", "Check", "ModelFiles", "label_to_relpath", "open_model", "open_regular", "read_file",
+           "write_file", "write_files", "write_model"]

@@ -2,6 +2,7 @@
 is read; tensor files are read on demand."""
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import os
@@ -20,6 +21,8 @@ from nnef_torch.format.labels import label_to_relpath
 
 DEFAULT_MAX_BYTES = 16 << 30  # total unpacked size of an archive
 DEFAULT_MAX_MEMBERS = 100_000  # member count of an archive
+# one graph.nnef, graph.quant or other NNEF document, read whole as text: refused by its size before it is read
+DEFAULT_MAX_DOCUMENT_BYTES = 32 << 20
 HEAD_SIZE = 4096  # the first bytes of a tensor file, handed to a check before the rest is read
 # check(head, size): refuses a file from its first HEAD_SIZE bytes (fewer if it is shorter) and its size
 Check = Callable[[bytes, int], None]
@@ -38,6 +41,8 @@ def _decode(data: bytes | bytearray | memoryview, where: str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line_start = data.rfind(b"\n", 0, e.start) + 1
+        if line_start == 0 and data.startswith(b"\xef\xbb\xbf"):
+            line_start = 3  # a byte order mark is no column: the text drops it
         column = len(data[line_start:e.start].decode("utf-8")) + 1
         loc = Location(file=where, line=data.count(b"\n", 0, e.start) + 1, column=column, offset=e.start)
         raise NNEFContainerError(f"file is not valid UTF-8: byte 0x{data[e.start]:02x} ({e.reason})", loc) from None
@@ -54,11 +59,13 @@ def _pick_ci(rel: str, names: Iterable[str], label: str, where: str) -> str | No
 
 
 class _FolderStore:
-    """Tensor files of a model folder."""
+    """The files of a model folder: every one read goes through `member`, so none resolves outside the folder
+    (through a symbolic link or '..'), and through `open_regular`, so none is a FIFO, device or folder."""
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES):
         self.folder = folder
         self.root = os.path.realpath(folder)
+        self.max_document_bytes = max_document_bytes
         self._dat_files: list[str] | None = None
 
     def resolve(self, label: str) -> str | None:
@@ -73,24 +80,29 @@ class _FolderStore:
     def display(self, rel: str) -> str:
         return os.path.join(self.folder, *rel.split("/"))
 
+    def member(self, rel: str, what: str) -> str:
+        """The real path of the file `rel` of the folder; NNEFContainerError where it resolves outside the folder."""
+        real = os.path.realpath(os.path.join(self.root, *rel.split("/")))
+        if os.path.commonpath([real, self.root]) != self.root:
+            raise NNEFContainerError(f"{what} resolves outside the model folder (to {real})",
+                                     Location(file=self.display(rel)))
+        return real
+
     def documents(self) -> list[str]:
-        """The other top-level `.nnef` and `.quant` files (graph_def's networks beside graph.nnef)."""
+        """The other top-level `.nnef` and `.quant` files (graph_def's networks beside graph.nnef); folders are
+        left out, anything else is read (and refused) as a document."""
         return sorted(name for name in os.listdir(self.root) if _is_document(name)
-                      and os.path.isfile(os.path.join(self.root, name)))
+                      and not os.path.isdir(os.path.join(self.root, name)))
 
     def text(self, name: str) -> str | None:
-        return _read_text_file(os.path.join(self.root, name))
+        real = self.member(name, f"document {name!r}")
+        return _read_text_file(real, self.display(name), self.max_document_bytes)
 
     def read(self, rel: str, label: str, check: Check | None = None) -> bytearray | memoryview:
-        real = os.path.realpath(os.path.join(self.root, *rel.split("/")))
         where = Location(file=self.display(rel))
-        if os.path.commonpath([real, self.root]) != self.root:
-            raise NNEFContainerError(f"tensor file of label {label!r} resolves outside the model folder "
-                                     f"(to {real})", where)
+        real = self.member(rel, f"tensor file of label {label!r}")
         try:
-            if not stat.S_ISREG(os.stat(real).st_mode):
-                raise NNEFContainerError(f"tensor file of label {label!r} is not a regular file", where)
-            with open(real, "rb") as f:
+            with open_regular(real, where.file, f"tensor file of label {label!r}") as f:
                 size = os.fstat(f.fileno()).st_size
                 data = _read_checked(f, size, check)  # writable: decoded arrays become tensor storage, no copy
                 if len(data) != size or f.read(1):
@@ -101,6 +113,32 @@ class _FolderStore:
 
     def close(self) -> None:
         pass
+
+
+def open_regular(path: str, where: str | None = None, what: str = "file") -> io.BufferedReader:
+    """`path` opened for binary reading, if it is a regular file (a symbolic link to one is followed: callers check
+    where it leads). Anything else (a folder, FIFO, device, socket) is an NNEFContainerError, found with `os.stat`
+    before opening, so that a FIFO never blocks, and checked again on the open handle. A missing file raises
+    FileNotFoundError (callers say what missing means); another OSError is an NNEFContainerError. `where` names the
+    file in messages, `what` says what it is."""
+    where = where or path
+    try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISREG(mode):
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+            handle = os.fdopen(fd, "rb")
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISREG(mode):
+                return handle
+            handle.close()
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(errno.ENOENT, "no such file", where) from None
+    except OSError as e:
+        raise NNEFContainerError(f"cannot read {what}: {e.strerror or e}", Location(file=where)) from None
+    kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+        "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else \
+        "not a file"
+    raise NNEFContainerError(f"{what} is not a regular file ({kind})", Location(file=where))
 
 
 def _read_checked(stream: io.BufferedIOBase | _Bounded, size: int, check: Check | None) -> bytearray | memoryview:
@@ -156,10 +194,12 @@ class _Bounded:
 class _TarStore:
     """Members of a tar archive, checked at open and read into memory on demand (never extracted)."""
 
-    def __init__(self, path: str, max_bytes: int, max_members: int):
+    def __init__(self, path: str, max_bytes: int, max_members: int,
+                 max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES):
         self.path = path
+        self.max_document_bytes = max_document_bytes
         self._lock = threading.Lock()
-        self._raw = open(path, "rb")
+        self._raw = open_regular(path, what="archive")
         self._gz = gzip.GzipFile(fileobj=self._raw, mode="rb") if self._raw.read(2) == _GZIP_MAGIC else None
         self._raw.seek(0)
         # on top of the data, headers (pax records included) and padding take a few blocks per member
@@ -235,7 +275,11 @@ class _TarStore:
 
     def text(self, name: str) -> str | None:
         info = self.files.get(self.prefix + name)
-        return None if info is None else _decode(self._read(info), f"{self.path}:{info.name}")
+        if info is None:
+            return None
+        where = f"{self.path}:{info.name}"
+        _check_document_size(info.size, self.max_document_bytes, where)
+        return _decode(self._read(info), where)
 
     def documents(self) -> list[str]:
         """The other top-level `.nnef` and `.quant` files (graph_def's networks beside graph.nnef)."""
@@ -291,15 +335,25 @@ class ModelFiles:
     quant_text: str | None
     _store: _FolderStore | _TarStore = field(repr=False, compare=False)
 
-    def documents(self) -> dict[str, str]:
-        """The container's other NNEF documents and their quantization files, by file name (`train.nnef`,
-        `train.quant`: networks written beside graph.nnef by `graph_def.save`, sharing its tensor files). A
-        graph.nnef given by path has none."""
+    def document_names(self) -> list[str]:
+        """The file names of the container's other NNEF documents and their quantization files (`train.nnef`,
+        `train.quant`: networks written beside graph.nnef by `graph_def.save`, sharing its tensor files), sorted.
+        A graph.nnef given by path has none."""
         if isinstance(self._store, _FolderStore) and not os.path.isdir(self.source):
-            return {}
+            return []
+        return self._store.documents()
+
+    def document(self, name: str) -> str | None:
+        """The text of the document `name` (one of `document_names()`), read now under the container's rules
+        (inside the model, a regular file, at most `max_document_bytes`); None if it is gone."""
+        return self._store.text(name)
+
+    def documents(self) -> dict[str, str]:
+        """The text of every document of `document_names()`, by file name (all read at once: `document` reads
+        one at a time)."""
         found = {}
-        for name in self._store.documents():
-            text = self._store.text(name)
+        for name in self.document_names():
+            text = self.document(name)
             if text is not None:
                 found[name] = text
         return found
@@ -338,20 +392,39 @@ def _is_document(name: str) -> bool:
 
 
 def _is_archive(path: str) -> bool:
-    with open(path, "rb") as f:
+    with open_regular(path, what="model file") as f:
         head = f.read(tarfile.BLOCKSIZE)
     return path.lower().endswith(_ARCHIVE_SUFFIXES) or head.startswith(_GZIP_MAGIC) or head[257:262] == b"ustar"
 
 
-def _read_text_file(path: str) -> str | None:
+def _check_document_size(size: int, limit: int, where: str) -> None:
+    if size > limit:
+        raise NNEFContainerError(f"document of {size:,} bytes is larger than the limit of {limit:,} bytes for a graph "
+                                 "or quantization file (open_model's max_document_bytes)", Location(file=where))
+
+
+def _read_text_file(path: str, where: str | None = None,
+                    max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> str | None:
+    """The text of a graph or quantization file, None if there is none; its size is checked before it is read."""
+    where = where or path
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        with open_regular(path, where, "document") as f:
+            size = os.fstat(f.fileno()).st_size
+            _check_document_size(size, max_bytes, where)
+            # read(n) reserves n bytes first: ask for the size the file has, then for more in small steps (a file
+            # that grows, or one whose size the system does not know, as under /proc) up to the limit
+            data = f.read(size)
+            while len(data) <= max_bytes:
+                more = f.read(min(1 << 16, max_bytes + 1 - len(data)))
+                if not more:
+                    break
+                data += more
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise NNEFContainerError(f"cannot read file: {e.strerror or e}", Location(file=path)) from None
-    return _decode(data, path)
+        raise NNEFContainerError(f"cannot read file: {e.strerror or e}", Location(file=where)) from None
+    _check_document_size(len(data), max_bytes, where)
+    return _decode(data, where)
 
 
 def _listing(names: Iterable[str], limit: int = 20) -> str:
@@ -361,19 +434,22 @@ def _listing(names: Iterable[str], limit: int = 20) -> str:
 
 
 def open_model(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
-               max_members: int = DEFAULT_MAX_MEMBERS) -> ModelFiles:
+               max_members: int = DEFAULT_MAX_MEMBERS,
+               max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> ModelFiles:
     """Open a model folder, a path to its graph.nnef, or a .tar/.tgz/.tar.gz archive (gzip found by content).
 
-    For archives, `max_bytes` bounds the total unpacked size and `max_members` the member count.
+    For archives, `max_bytes` bounds the total unpacked size and `max_members` the member count. Every graph,
+    quantization or other NNEF document is at most `max_document_bytes` long. No file read from a folder may
+    resolve outside it (through a symbolic link or '..'), and every one must be a regular file.
     """
     source = os.fspath(path)
     if os.path.isdir(source):
-        graph = _read_text_file(os.path.join(source, GRAPH_FILE))
+        store = _FolderStore(source, max_document_bytes)
+        graph = store.text(GRAPH_FILE)
         if graph is None:
             raise NNEFContainerError(f"model folder has no {GRAPH_FILE}; found: {_listing(os.listdir(source))}",
                                      Location(file=source))
-        quant = _read_text_file(os.path.join(source, QUANT_FILE))
-        return ModelFiles(source, graph, quant, _FolderStore(source))
+        return ModelFiles(source, graph, store.text(QUANT_FILE), store)
     try:
         archive = _is_archive(source)
     except FileNotFoundError:
@@ -381,10 +457,11 @@ def open_model(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
     except OSError as e:
         raise NNEFContainerError(f"cannot read file: {e.strerror or e}", Location(file=source)) from None
     if not archive:  # a graph file: its folder is the model folder, 'x.nnef' goes with 'x.quant'
-        quant = _read_text_file(os.path.splitext(source)[0] + ".quant")
-        graph = _read_text_file(source) or ""
-        return ModelFiles(source, graph, quant, _FolderStore(os.path.dirname(source) or "."))
-    store = _TarStore(source, max_bytes, max_members)
+        folder = _FolderStore(os.path.dirname(source) or ".", max_document_bytes)
+        graph = _read_text_file(source, source, max_document_bytes) or ""  # named by the caller: followed
+        quant = folder.text(os.path.splitext(os.path.basename(source))[0] + ".quant")
+        return ModelFiles(source, graph, quant, folder)
+    store = _TarStore(source, max_bytes, max_members, max_document_bytes)
     try:
         graph = store.text(GRAPH_FILE)
         if graph is None:
@@ -403,7 +480,7 @@ def read_file(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
     the first bytes and the size before the rest is read)."""
     target = os.fspath(path)
     try:
-        with open(target, "rb") as handle:
+        with open_regular(target) as handle:
             size = os.fstat(handle.fileno()).st_size
             if size > max_bytes:
                 raise NNEFContainerError(f"file of {size} bytes exceeds the limit of {max_bytes}",

@@ -1,0 +1,107 @@
+"""Writers: one table from format name to writer, and `save`, the one dispatcher.
+
+`save` turns any module into a `Source` (`source.py`: an imported module's graph with its current weights and load
+options, or the export trace of any other module), checks the options against the writer's declared ones, and hands
+the source over. Each writer is a module of this package with `OPTIONS` (the keywords it takes) and
+`write(source, path, **options)`. `NNEFModule.save` and the command line's `convert` go through this table too.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nnef_torch.errors import NNEFOptionError
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True)
+class Writer:
+    """A format the package writes: its name, the module that writes it, and the path suffixes that pick it by
+    default."""
+
+    name: str
+    title: str
+    module: str
+    suffixes: tuple[str, ...] = ()
+
+    def load(self) -> Any:
+        return importlib.import_module(self.module)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return self.load().OPTIONS
+
+
+WRITERS: dict[str, Writer] = {
+    "nnef": Writer("nnef", "NNEF", "nnef_torch.writers.nnef"),
+    "lightnet": Writer("lightnet", "LightNet", "nnef_torch.writers.lightnet", (".json",)),
+}
+FORMATS = tuple(WRITERS)
+DEFAULT = "nnef"
+TRACE_OPTIONS = ("quantization", "dynamic_batch")  # how a torch module is traced (writers that take them declare so)
+
+
+def writer_for(path: str | os.PathLike, format: str | None = None) -> Writer:
+    """The writer of `format`, or by default the one whose suffix `path` has (NNEF otherwise)."""
+    if format is None:
+        lower = os.fspath(path).lower()
+        return next((w for w in WRITERS.values() if lower.endswith(w.suffixes or ("\0",))), WRITERS[DEFAULT])
+    if format not in WRITERS:
+        raise NNEFOptionError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+    return WRITERS[format]
+
+
+def check_options(writer: Writer, given: dict[str, Any]) -> dict[str, Any]:
+    """The options given (those not None), once each is one the writer takes; one error lists every other."""
+    given = {key: value for key, value in given.items() if value is not None}
+    for key in given:
+        if key not in writer.options:
+            takers = [w.title for w in WRITERS.values() if key in w.options]
+            where = f"applies to {' and '.join(takers)} models" if takers else "is not an option of any writer"
+            taken = ", ".join(option + "=" for option in writer.options) or "no options"
+            raise NNEFOptionError(f"{key}= {where}; a {writer.title} model (format={writer.name!r}) takes {taken}")
+    return given
+
+
+def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any = None, *,
+         quantization: Any = None, compress: bool | None = None, progress: bool | None = None,
+         format: str | None = None, weights: str | None = None, dialect: str | None = None,
+         dynamic_batch: bool | int | Sequence[int | None] = False) -> None:
+    """Write `module` to `path`, atomically.
+
+    format: 'nnef' (a folder, or a .tgz/.tar.gz/.tar archive) or 'lightnet' (LightNet's JSON IR, with its weights
+    in a .wts file of the same stem beside it: `model.json` and `model.wts`); by default 'lightnet' for a path
+    ending in .json, else 'nnef'. weights (LightNet only): 'file' (the default, a .wts file) or 'inline' (the
+    values written into the `create` ops of the JSON file, no .wts file).
+
+    A module made by `nnef_torch.load` writes its own graph with the current values of its variables; any other
+    module is traced on `example_inputs` (a tensor, or a tuple or list of tensors) and exported
+    (`nnef_torch.export`). DistributedDataParallel, DataParallel and torch.compile wrappers are saved as the module
+    inside them, with its own state_dict names as labels. The module itself is not changed. `quantization`
+    says how fake quantization is written (see `nnef_torch.export`); LightNet has no quantization, so a LightNet
+    model is the float graph (an imported module's graph.quant entries are not written). An operation without a
+    LightNet form (or without an NNEF one) stops the save: `ExportError` lists every such operation.
+
+    dynamic_batch (NNEF, traced modules): write the graph with a variable batch size, declared only by its
+    `external`s (see `nnef_torch.export`); such a model loads at any batch size with `nnef_torch.load(path,
+    batch_size=N)`.
+
+    dialect (NNEF, imported modules): 'tract_core' writes a module read from a tract_core document in tract's
+    form; by default such a module is written as standard NNEF (README, "Dialects read").
+    """
+    from nnef_torch.writers.source import source_of
+    writer = writer_for(path, format)
+    options = check_options(writer, {"compress": compress, "progress": progress, "weights": weights,
+                                     "dialect": dialect, "quantization": quantization,
+                                     "dynamic_batch": dynamic_batch if dynamic_batch is not False else None})
+    trace = {key: options.pop(key) for key in TRACE_OPTIONS if key in options}
+    source = source_of(module, example_inputs, dialect=options.get("dialect"), **trace)
+    writer.load().write(source, path, **options)
+
+
+__all__ = ["FORMATS", "WRITERS", "Writer", "check_options", "save", "writer_for"]

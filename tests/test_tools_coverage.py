@@ -1,0 +1,57 @@
+"""The README's operation coverage table: generated from the op table, in sync, and checked against independent lists."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from tools.coverage import END, FRONTEND_START, START, coverage_markdown, replace_section, update
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+ROW = re.compile(r"^\|[^|]*\| `(\w+)` \| ([^|]+) \| ([^|]+) \|$", re.M)
+
+
+def _rows() -> dict[str, tuple[str, str]]:
+    return {name: (importing.strip(), exported.strip()) for name, importing, exported in ROW.findall(coverage_markdown())}
+
+
+def test_readme_table_is_the_generated_one():
+    text = README.read_text(encoding="utf-8")
+    assert START in text and END in text
+    assert FRONTEND_START.format(format="nnvm") in text
+    assert update(text) == text, "README.md is stale: run `python tools/coverage.py --update README.md`"
+
+
+def test_every_operation_the_khronos_parser_defines_is_listed_and_imports():
+    nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
+    rows = _rows()
+    defined = set()
+    for name in nnef.StandardOperations:  # the set also names avg_unpool/max_unpool, which its parser rejects
+        try:
+            nnef.parse_string(f"version 1.0;\ngraph G( x ) -> ( y )\n{{\n    x = external(shape = [1]);\n"
+                              f"    y = {name}(x);\n}}\n")
+        except nnef.Error as error:
+            if "undefined operation" in str(error):
+                continue
+        defined.add(name)
+    assert defined == set(rows)
+    assert all(importing != "**missing**" for importing, _ in rows.values())
+
+
+def test_export_column_names_real_torch_operations():
+    rows = _rows()
+    named = {name.strip("`") for _, exported in rows.values() if exported != "-" for name in exported.split(", ")}
+    assert {"conv2d", "linear", "relu", "batch_norm", "max_pool2d", "nnef_torch.fake_quantize"} <= named
+    import nnef_torch.quant.functional  # noqa: F401  (registers torch.ops.nnef_torch.fake_quantize)
+
+    def exists(name: str) -> bool:
+        namespace, _, op = name.rpartition(".")
+        return hasattr(getattr(torch.ops, namespace or "aten"), op)
+    assert [name for name in named if not exists(name)] == []
+
+
+def test_replace_section_needs_the_markers():
+    with pytest.raises(ValueError, match="op-coverage"):
+        replace_section("# no table here\n", "| x |\n")
