@@ -18,6 +18,11 @@ def lightnet_print(input: Shape, *, msg: str) -> Shape:
 
 @shape_rule('lightnet_fprint')
 def lightnet_fprint(input: Shape, *, msg: str, file: str) -> Shape:
+    # the module writes `file` at each call: only below the working directory, never through '..' or a root
+    parts = str(file).replace("\\", "/").split("/")
+    if not file or parts[0] == "" or ":" in parts[0] or {"", ".", ".."} & set(parts):
+        fail('lightnet_fprint', f"file {str(file)[:80]!r} must be a relative path below the working directory, "
+                                "without empty, '.' or '..' parts")
     return tuple(input)
 
 

@@ -8,6 +8,7 @@ while `torch.export` or TorchScript traces the module. The sorts are `torch.sort
 radix sort) is."""
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
@@ -64,6 +65,9 @@ class TensorFilePrint(_Printing):
         if self.enabled and not _tracing():
             text = _text(self.msg, input)
             try:
+                inside = os.path.realpath(self.file).startswith(os.path.join(os.path.realpath(os.getcwd()), ""))
+                if not inside:  # a link out of the working directory: its shape rule refused every other way out
+                    raise OSError(f"{self.file} leads outside the working directory")
                 with open(self.file, "w", encoding="utf-8") as handle:
                     handle.write(text)
             except OSError as error:

@@ -206,6 +206,25 @@ def test_fprint_writes_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert not (tmp_path / "c.txt").exists()
 
 
+@pytest.mark.parametrize("target", ["/tmp/owned.txt", "../owned.txt", "a/../../owned.txt", "C:/owned.txt", ""])
+def test_fprint_outside_the_working_directory_is_refused_when_loading(tmp_path: Path, target: str) -> None:
+    doc = document(create("c", [2], [1, 2]), op("fprint", "f1", {"src": "c"}, {}, msg="m", file=target))
+    with pytest.raises(nnef_torch.NNEFError, match="relative path below the working directory"):
+        nnef_torch.load(write(tmp_path / "m", doc))
+
+
+def test_fprint_through_a_link_out_of_the_working_directory_writes_nothing(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "out").symlink_to(tmp_path)
+    doc = document(create("c", [2], [1, 2]), op("fprint", "f1", {"src": "c"}, {}, msg="m", file="out/owned.txt"))
+    module = nnef_torch.load(write(tmp_path / "m", doc))
+    monkeypatch.chdir(tmp_path / "work")
+    with pytest.warns(RuntimeWarning, match="leads outside the working directory"):
+        module()
+    assert not (tmp_path / "owned.txt").exists()
+
+
 def test_random_constants_are_in_range_and_reproducible(tmp_path: Path) -> None:
     path = write(tmp_path, document(create("r", [50], ran=(-3, 2)), create("i", [50], dtype="TL_INT8", ran=(0, 9))))
     first, second = nnef_torch.load(path)(), nnef_torch.load(path)()
