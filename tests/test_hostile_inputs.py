@@ -474,3 +474,12 @@ def test_hostile_input_costs_little(case: Costly, tmp_path: Path, capsys):
     assert outcome["result"] == case.result, outcome
     assert outcome.get("where", "").startswith(case.where), outcome
     assert outcome["peak_mb"] <= case.max_mb, outcome
+
+
+def sparse_file(header: bytes, size: int) -> Callable[[Path], None]:
+    """A writer of a file of `size` bytes that starts with `header` and holds nothing more on disk."""
+    def write(path: Path) -> None:
+        with open(path, "wb") as handle:
+            handle.write(header)
+            handle.truncate(size)
+    return write

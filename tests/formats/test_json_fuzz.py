@@ -7,16 +7,15 @@ and the value json.loads builds must show why (an infinity, NaN, an integer past
 nesting past 64 levels, a number past 400 characters)."""
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
 from fuzzing import fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 
+from formats.test_json_file import chunks_of
 from nnef_torch.errors import ForeignFormatError
 from nnef_torch.format.lexer import MAX_INTEGER
 from nnef_torch.formats.json_file import MAX_NESTING, parse_json
@@ -45,18 +44,6 @@ def mutated(data: bytes, edits: list[tuple[str, float, bytes, int]]) -> bytes:
         else:
             data = data[:at] + data[at + length:]
     return data
-
-
-@contextlib.contextmanager
-def chunks_of(size: int) -> Iterator[None]:
-    """The scan behind the reader works through chunks of `size` bytes for the block."""
-    from nnef_torch.formats import json_scan
-    original = json_scan.CHUNK
-    json_scan.CHUNK = size
-    try:
-        yield
-    finally:
-        json_scan.CHUNK = original
 
 
 def reasons(value: Any, depth: int = 1) -> set[str]:

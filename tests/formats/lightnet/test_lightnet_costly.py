@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_hostile_inputs import Costly
+from test_hostile_inputs import Costly, sparse_file
 from test_hostile_inputs import test_hostile_input_costs_little as run_in_child
 
 from formats.lightnet.lightnet_ir import create, document, hand_layout
@@ -34,18 +34,10 @@ def _model(wts: bytes | Callable[[Path], None]) -> Callable[[Path], tuple[str, s
     return build
 
 
-def _sparse(header: bytes, size: int) -> Callable[[Path], None]:
-    """A file of `size` bytes that starts with `header` and holds nothing on disk."""
-    def write(path: Path) -> None:
-        with open(path, "wb") as handle:
-            handle.write(header)
-            handle.truncate(size)
-    return write
-
 
 def _forced(header: bytes, size: int) -> Callable[[Path], tuple[str, str]]:
     def build(folder: Path) -> tuple[str, str]:
-        _sparse(header, size)(folder / "big.json")
+        sparse_file(header, size)(folder / "big.json")
         return "lightnet", "big.json"
     return build
 
@@ -61,7 +53,7 @@ COSTLY = [  # every bound is at most 20 times the files (10 MB, 1.2 MB, 0.15 MB,
     Costly("wts_of_more_arrays_than_allowed", _model(ARRAYS_PAST_THE_LIMIT), "ForeignFormatError",
            "model.wts:1:1", 10),
     # sizes are checked before a file is read
-    Costly("wts_of_1_25_gib", _model(_sparse(b"1\nw 0 1 ", 5 << 28)), "ForeignFormatError", "model.wts", 10),
+    Costly("wts_of_1_25_gib", _model(sparse_file(b"1\nw 0 1 ", 5 << 28)), "ForeignFormatError", "model.wts", 10),
     Costly("json_of_1_25_gib_forced_to_lightnet", _forced(b'{"ops": [', 5 << 28), "ForeignFormatError",
            "big.json", 10),
 ]

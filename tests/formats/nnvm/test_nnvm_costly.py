@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_hostile_inputs import Costly
+from test_hostile_inputs import Costly, sparse_file
 from test_hostile_inputs import test_hostile_input_costs_little as run_in_child
 
 from formats.nnvm.test_bad_nnvm import params, params_file
@@ -46,13 +46,6 @@ def _nnvm(document: dict, params_bytes: bytes | Callable[[Path], None] | None = 
     return build
 
 
-def _sparse(header: bytes, size: int) -> Callable[[Path], None]:
-    def write(path: Path) -> None:
-        with open(path, "wb") as handle:
-            handle.write(header)
-            handle.truncate(size)
-    return write
-
 
 def _fifo(path: Path) -> None:
     os.mkfifo(path)
@@ -79,7 +72,7 @@ COSTLY = [
     Costly("nnvm_reshape_to_a_tuple_of_1m_items", _nnvm(_graph(_relu({"shape": TUPLE_OF_1M}, "Reshape"))),
            "ForeignFormatError", "m-symbol.json", 20 * len(TUPLE_OF_1M) / MB),
     # a .params file is read past its first bytes only once they say it is one, holding no more arrays than allowed
-    Costly("nnvm_params_of_256_mib_with_another_magic", _nnvm(_graph(_relu()), _sparse(b"\x13\x01" + bytes(22),
+    Costly("nnvm_params_of_256_mib_with_another_magic", _nnvm(_graph(_relu()), sparse_file(b"\x13\x01" + bytes(22),
                                                                                         256 * MB)),
            "ForeignFormatError", "m-0000.params (byte 0)", 10),
     Costly("nnvm_params_of_more_arrays_than_allowed", _nnvm(_graph(_relu()), ARRAYS_PAST_THE_LIMIT),
