@@ -22,8 +22,9 @@ For each torch thread setting (`--threads`: 1 and torch's default, the same in e
   floor, `open(params, 'rb').read()`, in a process of its own; and `numpy.fromfile(params, uint8)` in another. The
   page cache is warm for all (the file was just written, and every round reads it). Also measured in the load
   process: the peak RSS of the cold load over the file's size (bench/memory.py), and a breakdown of one more warm
-  load by stage (the stages' functions wrapped with timers: symbol JSON, .params parse, conversion to NNEF IR and
-  text, NNEF text -> IR, fx graph generation, module build, and the rest: slots, tensors, waiting on the reader).
+  load by stage (the stages' functions wrapped with timers where the caller looks them up: symbol JSON, .params
+  parse, conversion to NNEF IR, the document lowered to the flat IR (handed over in memory, no text), fx graph
+  generation, module build, and the rest: slots, tensors, waiting on the reader).
 
 Allocator noise: with glibc's default malloc, every batch-8 forward call of either module takes tens of thousands
 of fresh pages from the kernel (the largest activations, ~26 MB, are mmapped and unmapped again, or the heap is
@@ -105,10 +106,11 @@ def relative_difference(found: Any, expected: Any) -> float:
 
 STAGES = (  # (stage, module, attribute): the functions a load goes through, wrapped with timers by `instrument`
     ("symbol JSON", "nnef_torch.formats", "read_json"),
-    ("symbol JSON", "nnef_torch.formats.nnvm.graph_json", "parse_graph"),
-    (".params parse", "nnef_torch.formats.nnvm.params", "load_parameters"),
-    ("to NNEF IR + text", "nnef_torch.formats.nnvm.convert", "convert_graph"),
-    ("NNEF text -> IR", "nnef_torch.importer.load", "read_graph"),
+    ("symbol JSON", "nnef_torch.formats.nnvm.convert", "read_json"),
+    ("symbol JSON", "nnef_torch.formats.nnvm.convert", "parse_graph"),
+    (".params parse", "nnef_torch.formats.nnvm.convert", "load_parameters"),
+    ("to NNEF IR", "nnef_torch.formats.nnvm.convert", "convert_graph"),
+    ("NNEF document -> flat IR", "nnef_torch.importer.load", "read_document"),
     ("fx graph", "nnef_torch.importer.load", "GraphBuilder.build"),
     ("module build", "nnef_torch.importer.load", "NNEFModule.__init__"),
 )

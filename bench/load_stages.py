@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 COLD_RUNTIMES = ("ours", "khronos", "tract", "floor")
 STAGES = (  # (stage, module, attribute): what a load of ours goes through
-    ("parse", "nnef_torch.reader", "parse_document"),
+    ("parse", "nnef_torch.format.graph_file", "parse_document"),  # a file's text, parsed once by its GraphFile
     ("lower", "nnef_torch.reader", "lower"),
     ("generate", "nnef_torch.importer.load", "GraphBuilder.build"),
     ("generate", "nnef_torch.importer.load", "NNEFModule.__init__"),

@@ -19,6 +19,7 @@ from nnef_torch.errors import (
     NNEFTypeError,
     NNEFUnsupportedError,
 )
+from nnef_torch.gc_pause import paused as _paused
 from nnef_torch.reader import read_graph, read_model
 from nnef_torch.tensors import read_tensor, write_tensor
 
@@ -49,12 +50,11 @@ def __getattr__(name: str) -> Any:
     files needs no torch."""
     import importlib
 
-    from nnef_torch.gc_pause import paused
     if name in _SUBPACKAGES:
-        with paused():  # importing registers hundreds of ops: no full collection of torch's heap meanwhile
+        with _paused():  # importing registers hundreds of ops: no full collection of torch's heap meanwhile
             return importlib.import_module(f"nnef_torch.{name}")
     if name in _TORCH_API:
-        with paused():
+        with _paused():
             value = getattr(importlib.import_module(_TORCH_API[name]), name)
         globals()[name] = value
         return value

@@ -136,6 +136,16 @@ class NNEFDeviationWarning(UserWarning):
         self.message, self.location, self.rule = message, location, rule
 
 
+class NNEFShapeWarning(UserWarning):
+    """A module ran inputs of shapes its graph fixes otherwise (another batch size than a reshape's literal
+    extent): read leniently, with the code generated for the shapes it was loaded with; the message names the
+    operation, file, line and column."""
+
+    def __init__(self, message: str, location: Location | None = None):
+        super().__init__(f"{location}: warning: {message}" if location else f"warning: {message}")
+        self.message, self.location = message, location
+
+
 class ExportError(NNEFError, ValueError):
     """A torch module cannot be written as NNEF; `problems` lists every operation that stops it, with the source
     line of the user's code that produced it."""

@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nnef_torch import formats
 from nnef_torch.errors import NNEFError, NNEFOptionError, NNEFQuantizationError
 from nnef_torch.format import container, tensor_file
-from nnef_torch.format.parser import parse_document
+from nnef_torch.format.graph_file import GraphFile
 from nnef_torch.format.quant_file import QuantSpec, read_quantization
 from nnef_torch.format.tensor_file import TensorData
 from nnef_torch.formats.dialects import apply_dialects
@@ -44,19 +45,32 @@ def read_graph(text: str, *, file: str = "graph.nnef", quant_text: str | None = 
                input_shapes: Mapping[str, Any] | None = None, batch_size: int | None = None,
                batch_axes: Mapping[str, int | None] | None = None, lenient: bool = True,
                constants: Constants = None) -> Graph:
-    """Parse, check and flatten graph text (with optional graph.quant text) into an IR graph. input_shapes: new
-    shapes of graph inputs, by name; batch_size: the extent of the batch axis (axis 0, or as `batch_axes` says
-    by input name) of every other input. lenient: read the deviations from the spec that real producers write
-    (README, "Deviations read") with an `NNEFDeviationWarning` each; False: each is an `NNEFError`. constants:
-    the data of a variable, by `Variable` (for a constant tensor passed as an attribute)."""
-    doc = parse_document(text, file)
+    """Parse, check and flatten graph text (with optional graph.quant text) into an IR graph; the options are
+    `read_document`'s."""
+    return read_document(GraphFile(text, file=file), quant_text=quant_text, quant_file=quant_file, atomic=atomic,
+                         custom_shapes=custom_shapes, input_shapes=input_shapes, batch_size=batch_size,
+                         batch_axes=batch_axes, lenient=lenient, constants=constants)
+
+
+def read_document(source: GraphFile, *, quant_text: str | None = None, quant_file: str = "graph.quant",
+                  atomic: Atomic = None, custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
+                  input_shapes: Mapping[str, Any] | None = None, batch_size: int | None = None,
+                  batch_axes: Mapping[str, int | None] | None = None, lenient: bool = True,
+                  constants: Constants = None) -> Graph:
+    """Check and flatten a graph.nnef (its text, or a document a front end built; with optional graph.quant text)
+    into an IR graph: the document, then its dialects, then `lower`. input_shapes: new shapes of graph inputs, by
+    name; batch_size: the extent of the batch axis (axis 0, or as `batch_axes` says by input name) of every other
+    input. lenient: read the deviations from the spec that real producers write (README, "Deviations read") with
+    an `NNEFDeviationWarning` each; False: each is an `NNEFError`. constants: the data of a variable, by
+    `Variable` (for a constant tensor passed as an attribute)."""
+    doc = source.document
     try:  # `extension tract_registry tract_core;` and similar (the options bind a dialect's dynamic dimensions)
         doc, declared, relaxed = apply_dialects(doc, input_shapes, batch_size, batch_axes)
+        graph = lower(doc, atomic=atomic, custom_shapes=custom_shapes, input_shapes=input_shapes,
+                      text=source.held_text, source_length=source.size, batch_size=batch_size,
+                      batch_axes=batch_axes, lenient=lenient, constants=constants, dialect=(declared, relaxed))
     except NNEFError as error:
-        raise error.with_source(text, doc.loc.file) from None
-    graph = lower(doc, atomic=atomic, custom_shapes=custom_shapes, input_shapes=input_shapes, text=text,
-                  batch_size=batch_size, batch_axes=batch_axes, lenient=lenient, constants=constants,
-                  dialect=(declared, relaxed))
+        raise source.located(error) from None
     if quant_text is None:
         return graph
     fragments = dict(standard_fragments())
@@ -89,10 +103,10 @@ def read_model(path: str | os.PathLike, *, load_tensors: bool = True, atomic: At
     with open_source(path, format=format, params=params, input_shapes=input_shapes, inputs=inputs,
                      outputs=outputs) as source:
         check_batch_format(source.format, batch_size, batch_axes)
-        graph = read_graph(source.graph_text, file=source.graph_file, quant_text=source.quant_text,
-                           quant_file=source.quant_file, atomic=atomic, custom_shapes=custom_shapes,
-                           input_shapes=input_shapes if source.format == "nnef" else None, batch_size=batch_size,
-                           batch_axes=batch_axes, lenient=lenient, constants=constant_reader(source))
+        graph = read_document(source.document, quant_text=source.quant_text, quant_file=source.quant_file,
+                              atomic=atomic, custom_shapes=custom_shapes,
+                              input_shapes=input_shapes if source.format == "nnef" else None, batch_size=batch_size,
+                              batch_axes=batch_axes, lenient=lenient, constants=constant_reader(source))
         tensors: dict[str, TensorData] = {}
         if load_tensors:
             for key, variables in graph.shared_variables().items():
@@ -114,21 +128,32 @@ def check_batch_format(format: str, batch_size: int | None, batch_axes: Mapping[
 
 @dataclass
 class ModelSource:
-    """An opened model of any format, as NNEF: its graph text (the document, or a front end's conversion), its
-    graph.quant text, and its variables' data by label. `state` names the labels whose variables are state, not
+    """An opened model of any format, as NNEF: its graph.nnef (the file's text, or the document a front end built),
+    its graph.quant text, and its variables' data by label. `state` names the labels whose variables are state, not
     parameters (a front end's knowledge; NNEF says it with `update`). Use as a context manager."""
 
     source: str
     format: str
-    graph_text: str
+    document: GraphFile
     quant_text: str | None
-    graph_file: str
     quant_file: str
     files: container.ModelFiles | None = None  # an NNEF container
     arrays: Mapping[str, Any] = field(default_factory=dict)  # a converted model's values by label
     state: frozenset[str] = frozenset()
     options: ReadOptions = ReadOptions()  # how to open it again (format, params, input_shapes, ...)
     names: Mapping[str, str] = field(default_factory=dict)  # label -> the name the module keeps it under, if not it
+    # why its input shapes are not known yet (`formats.Converted.unbound`); `graph` is then the converted graph of
+    # its inputs and variables, and the model is read again with input_shapes= when they are known
+    unbound: str | None = None
+    graph: Graph | None = None
+
+    @property
+    def graph_text(self) -> str:
+        return self.document.text
+
+    @property
+    def graph_file(self) -> str:
+        return self.document.file
 
     def read_variable(self, variable: Variable) -> TensorData:
         if self.files is not None:
@@ -149,12 +174,12 @@ class ModelSource:
         self.close()
 
 
-def open_source(path: str | os.PathLike, options: ReadOptions | None = None, **keywords: Any) -> ModelSource:
+def open_source(path: str | os.PathLike, options: ReadOptions | None = None, *, shapes_at_call: bool = False,
+                **keywords: Any) -> ModelSource:
     """Open `path` as NNEF (`format='nnef'`), as another format, or as what its content says (by default), with
     `options` (or `ReadOptions.of(**keywords)`: format, params, input_shapes, inputs, outputs, ...). `inputs` and
-    `outputs` name the tensors a LightNet model takes and gives (see `formats.lightnet`)."""
-    from nnef_torch import formats
-
+    `outputs` name the tensors a LightNet model takes and gives (see `formats.lightnet`). shapes_at_call: a model
+    of another format that does not say its input shapes opens unconverted (`ModelSource.unbound`)."""
     options = ReadOptions.of(**keywords) if options is None else options
     format, document = options.format, None
     if format is None:
@@ -166,15 +191,16 @@ def open_source(path: str | os.PathLike, options: ReadOptions | None = None, **k
             raise ValueError("inputs= and outputs= are for LightNet models; an NNEF graph declares its inputs and "
                              "outputs")
         files = container.open_model(path)
-        return ModelSource(files.source, "nnef", files.graph_text, files.quant_text,
-                           member_path(files.source, "graph.nnef"), member_path(files.source, "graph.quant"), files,
-                           options=options.replace(format="nnef"))
+        document = GraphFile(files.graph_text, file=member_path(files.source, "graph.nnef"))
+        return ModelSource(files.source, "nnef", document, files.quant_text, member_path(files.source, "graph.quant"),
+                           files, options=options.replace(format="nnef"))
     converted = formats.convert(path, format=format, document=document, params=options.params,
-                                  input_shapes=options.shapes, inputs=options.inputs, outputs=options.outputs)
-    where = f"{converted.source} (as NNEF)"
-    return ModelSource(converted.source, format, converted.text, converted.quant_text, where,
+                                  input_shapes=options.shapes, inputs=options.inputs, outputs=options.outputs,
+                                  shapes_at_call=shapes_at_call)
+    return ModelSource(converted.source, format, converted.document, converted.quant_text,
                        f"{converted.source} (graph.quant)", None, converted.tensors, converted.state,
-                       options.replace(format=format, **converted.options), converted.names)
+                       options.replace(format=format, **converted.options), converted.names, converted.unbound,
+                       converted.graph if converted.unbound else None)
 
 
 def read_variable(files: container.ModelFiles, variable: Variable) -> TensorData:
@@ -197,4 +223,4 @@ def member_path(source: str, name: str) -> str:
 
 __all__ = ["ModelData", "ModelSource", "NNEFError", "attach_quantization", "check_batch_format", "constant_reader",
            "member_path",
-           "open_source", "read_graph", "read_model", "read_variable"]
+           "open_source", "read_document", "read_graph", "read_model", "read_variable"]

@@ -44,18 +44,18 @@ def test_torch_side_signatures():
     assert all(params[name].default is None for name in ("inputs", "outputs", "batch_size", "batch_axes"))
     params = inspect.signature(nnef_torch.save).parameters
     assert list(params) == ["module", "path", "example_inputs", "quantization", "compress", "progress", "format",
-                            "weights", "dialect", "dynamic_batch"]
+                            "weights", "dialect", "dynamic_batch", "dynamic_shapes", "target"]
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY and params[name].default is None
-               for name in list(params)[3:-1])
+               for name in list(params)[3:] if name != "dynamic_batch")
     assert params["dynamic_batch"].kind is inspect.Parameter.KEYWORD_ONLY and params["dynamic_batch"].default is False
     assert list(inspect.signature(nnef_torch.NNEFModule.save).parameters) == [
-        "self", "path", "compress", "progress", "format", "weights", "dialect"]
+        "self", "path", "compress", "progress", "format", "weights", "dialect", "target"]
     assert issubclass(nnef_torch.NNEFModule, __import__("torch").fx.GraphModule)
 
 
 def test_export_surface():
     params = inspect.signature(nnef_torch.export).parameters
-    assert list(params) == ["module", "example_inputs", "quantization", "dynamic_batch"]
+    assert list(params) == ["module", "example_inputs", "quantization", "dynamic_batch", "dynamic_shapes", "target"]
     assert all(params[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and
                params[name].default is inspect.Parameter.empty for name in ("module", "example_inputs"))
     assert params["quantization"].kind is inspect.Parameter.KEYWORD_ONLY and params["quantization"].default is None

@@ -20,8 +20,8 @@ from nnef_torch.cli.report import summary
 from nnef_torch.format import container, tensor_file
 from nnef_torch.format.recode import LAYOUTS, recode
 from nnef_torch.ir.graph import Variable
-from nnef_torch.reader import open_source, read_graph, read_model, read_variable
-from nnef_torch.writers import FORMATS
+from nnef_torch.reader import open_source, read_document, read_model, read_variable
+from nnef_torch.writers import FORMATS, WRITERS, check_options, writer_for
 
 
 def _read_quant(path: str) -> str:
@@ -32,7 +32,6 @@ def _read_quant(path: str) -> str:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from nnef_torch.writers import writer_for
     if writer_for(args.dst, args.to).name == "lightnet":
         return _to_lightnet(args)
     if args.weights is not None:
@@ -42,7 +41,7 @@ def execute(args: argparse.Namespace) -> int:
         if not args.quant and not args.strip_quant:
             quant_text = source.quant_text
         quant_file = args.quant or source.quant_file
-        graph = read_graph(source.graph_text, file=source.graph_file, quant_text=quant_text, quant_file=quant_file)
+        graph = read_document(source.document, quant_text=quant_text, quant_file=quant_file)
         files = source.files
 
         def encoder(variables: list[Variable]) -> Callable[[], bytes]:
@@ -51,8 +50,8 @@ def execute(args: argparse.Namespace) -> int:
                 layout = "current" if args.tensor_layout == "keep" else args.tensor_layout
                 return lambda: tensor_file.encode(source.arrays[variable.label], layout=layout)
             spec = next((graph.quantization[v.name] for v in variables if v.name in graph.quantization), None)
-            return lambda: recode(read_variable(files, variable), files.tensor_bytes(variable.label), variable, spec,
-                                  args.tensor_layout)
+            return lambda: recode(read_variable(files, variable), files.tensor_bytes(variable.label), spec,
+                                  args.tensor_layout, label=variable.label, name=variable.name)
 
         tensors = [(variables[0].label, encoder(variables)) for variables in graph.shared_variables().values()]
         container.write_model(args.dst, source.graph_text, tensors, quant_text)
@@ -71,9 +70,8 @@ def execute(args: argparse.Namespace) -> int:
 def _to_lightnet(args: argparse.Namespace) -> int:
     """Write the source as LightNet's JSON IR (and .wts) through the LightNet writer, with the values of its
     variables (quantized codes read through their graph.quant entries)."""
-    from nnef_torch.formats.lightnet.write import wts_path
-    from nnef_torch.writers import WRITERS, check_options
-    from nnef_torch.writers.source import opened_source
+    from nnef_torch.formats.lightnet.write import wts_path  # lazy: the LightNet back end is loaded only when used
+    from nnef_torch.writers.source import opened_source  # lazy: keeps torch out of reading
 
     nnef_only = [option for option, given in (("--tensor-layout", args.tensor_layout != "keep"),
                                               ("--strip-quant", args.strip_quant), ("--quant", args.quant)) if given]

@@ -9,6 +9,7 @@ import time
 from importlib import resources
 from typing import TYPE_CHECKING
 
+import nnef_torch
 from nnef_torch.cli.common import CLIError, add_verb
 from nnef_torch.cli.report import quantization_line, summary, variables_line
 from nnef_torch.reader import read_model
@@ -87,8 +88,6 @@ def _demo(args: argparse.Namespace) -> int:
     import warnings
 
     import torch
-
-    import nnef_torch
 
     start = time.perf_counter()
     torch.manual_seed(args.seed)

@@ -7,8 +7,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+import nnef_torch
+from nnef_torch import formats
 from nnef_torch.cli.common import CLIError, add_verb, shape
 from nnef_torch.cli.report import summary
+from nnef_torch.format import container
+from nnef_torch.format.parser import parse_document
+from nnef_torch.formats.json_file import read_json
 from nnef_torch.reader import read_model
 
 if TYPE_CHECKING:
@@ -95,14 +100,43 @@ def quantization_options(values: list[str]) -> dict[str, Any] | None:
     return options
 
 
+def dynamic_shapes(values: list[str], count: int) -> tuple[dict[int, Any], ...] | None:
+    """`--dynamic-dim INPUT:AXIS=NAME[:MIN:MAX]` values as torch.export's dynamic_shapes (one Dim per name,
+    shared by every axis that names it)."""
+    if not values:
+        return None
+    from torch.export import Dim  # lazy: torch loads only to trace
+
+    dims: dict[str, Any] = {}
+    spec: list[dict[int, Any]] = [{} for _ in range(count)]
+    for value in values:
+        where, sep, declared = value.partition("=")
+        index, colon, axis = where.partition(":")
+        parts = declared.split(":")
+        try:
+            index_, axis_ = int(index), int(axis)
+            bounds = [int(part) for part in parts[1:]]
+        except ValueError:
+            index_ = -1
+            bounds = []
+        if not sep or not colon or index_ < 0 or not parts[0].isidentifier() or len(bounds) not in (0, 2):
+            raise CLIError(f"--dynamic-dim expects INPUT:AXIS=NAME or INPUT:AXIS=NAME:MIN:MAX (e.g. 0:1=S:1:512), "
+                           f"got '{value}'")
+        if index_ >= count:
+            raise CLIError(f"--dynamic-dim '{value}' names input {index_}, but there are {count} input(s)")
+        name = parts[0]
+        if name not in dims:
+            dims[name] = Dim(name, min=bounds[0], max=bounds[1]) if bounds else Dim(name)
+        spec[index_][axis_] = dims[name]
+    return tuple(spec)
+
+
 def _read_back_options(path: str, count: int) -> dict[str, Any]:
     """How to read the written model back: a LightNet file does not say which tensors are inputs; the writer
     creates them first, in the module's input order."""
-    from nnef_torch import formats
     if formats.detect(path)[0] != "lightnet":
         return {}
-    from nnef_torch.formats.json_file import read_json
-    from nnef_torch.formats.lightnet.ir_json import parse_ir
+    from nnef_torch.formats.lightnet.ir_json import parse_ir  # lazy: the LightNet front end is loaded only when used
     ir = parse_ir(read_json(path), path)
     creates = [op.tensors_out["dst"] for op in ir.ops if op.optype == "create"]
     return {"inputs": creates[:count]}
@@ -111,16 +145,21 @@ def _read_back_options(path: str, count: int) -> dict[str, Any]:
 def execute(args: argparse.Namespace) -> int:
     import warnings
 
-    import nnef_torch
-
     module = build_module(args.spec)
     module.train(args.train)
     inputs = example_inputs(args.input_shape, args.input_dtype, args.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch.export's internal deprecation notices
         nnef_torch.save(module, args.output, inputs, quantization=quantization_options(args.quantization),
-                        dynamic_batch=False if args.dynamic_batch is None else args.dynamic_batch)
-    model = read_model(args.output, **_read_back_options(args.output, len(inputs)))
+                        dynamic_batch=False if args.dynamic_batch is None else args.dynamic_batch,
+                        dynamic_shapes=dynamic_shapes(args.dynamic_dim, len(inputs)),
+                        target=None if args.target == "standard" else args.target)
+    options = _read_back_options(args.output, len(inputs))
+    if args.target == "tract" and args.dynamic_dim:  # its symbols bound to the example extents
+        with container.open_model(args.output) as files:
+            names = parse_document(files.graph_text, args.output).graph.params
+        options["input_shapes"] = {name: list(x.shape) for name, x in zip(names, inputs)}
+    model = read_model(args.output, **options)
     graph = model.graph
     inputs_text = ", ".join(f"{ext.name}{list(ext.shape)}" for ext in graph.signature.externals)
     print(f"exported {args.spec} ({type(module).__name__}, {'train' if args.train else 'eval'} mode) to "
@@ -138,7 +177,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
          "      --input-dtype float32 --input-dtype int64",
          "export qat_models:tuned -o qat.nnef --input-shape 1,1,28,28 --quantization weights=quantized",
          "export mymodels:build_net -o net.json --input-shape 1,3,224,224   # LightNet JSON IR + net.wts",
-         "export mymodels:build_net -o net/ --input-shape 1,3,224,224 --dynamic-batch   # any batch size"],
+         "export mymodels:build_net -o net/ --input-shape 1,3,224,224 --dynamic-batch   # any batch size",
+         "export mymodels:decoder -o dec/ --input-shape 1,16,64 --dynamic-dim 0:1=S:1:2048 --target tract"],
         "SPEC is package.module:factory, imported with the current folder on sys.path (as `python -m` does):\n"
         "a callable returning an nn.Module, or an nn.Module object. The module runs in eval mode unless --train.\n"
         "The written model is read back and checked with nnef_torch's own reader.")
@@ -159,4 +199,9 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
                          help="write a variable batch size (NNEF): only the inputs' declarations hold the batch "
                               "extent, along axis AXIS of every input (default 0); run another batch size with "
                               "`run --batch-size N` or nnef_torch.load(..., batch_size=N)")
+    command.add_argument("--dynamic-dim", action="append", default=[], metavar="INPUT:AXIS=NAME[:MIN:MAX]",
+                         help="make an axis of an input symbolic (repeat for each; axes naming one symbol share it): "
+                              "the graph reads at any extent there (nnef_torch.save's dynamic_shapes=)")
+    command.add_argument("--target", choices=("standard", "tract"), default="standard",
+                         help="standard NNEF (default), or the file tract reads, with the symbols declared")
     command.set_defaults(handler=execute)

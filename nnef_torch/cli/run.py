@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+import nnef_torch
+from nnef_torch import formats
 from nnef_torch.cli.common import (
     MODEL_HELP,
     CLIError,
@@ -133,9 +135,6 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
 
 def execute(args: argparse.Namespace) -> int:
     import torch
-
-    import nnef_torch
-    from nnef_torch import formats
 
     dtype = getattr(torch, args.dtype) if args.dtype else None
     check_device(args.device)

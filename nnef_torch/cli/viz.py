@@ -9,6 +9,7 @@ import warnings
 from typing import Any
 
 from nnef_torch.cli.common import MODEL_HELP, CLIError, add_source_options, add_verb, named_shape, shape, source_options
+from nnef_torch.cli.export import INPUT_DTYPES, build_module, example_inputs
 
 
 def input_shape(text: str) -> tuple[str | None, list[int]]:
@@ -29,7 +30,6 @@ def _source(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     named = {name: dims for name, dims in args.input_shape if name is not None}
     positional = [dims for name, dims in args.input_shape if name is None]
     if _is_factory(args.source):
-        from nnef_torch.cli.export import build_module, example_inputs
         if named or not positional:
             raise CLIError(f"drawing the factory '{args.source}' traces it: give the shape of each positional input "
                            "of forward as --input-shape D0,D1,...")
@@ -45,7 +45,7 @@ def _source(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from nnef_torch import viz
+    from nnef_torch import viz  # lazy: the viewer is loaded only when used
 
     source, options = _source(args)
     if args.radius is not None and args.around is None:
@@ -66,8 +66,6 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
-    from nnef_torch.cli.export import INPUT_DTYPES
-
     command = add_verb(
         commands, "viz", "draw a model: RelayViz JSON, DOT, SVG/PNG/PDF, an HTML viewer or a terminal tree",
         ["viz model.tgz -o model.svg",

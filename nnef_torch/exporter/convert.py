@@ -26,6 +26,7 @@ from nnef_torch.errors import ExportError
 from nnef_torch.exporter.emitter import Emitter, Unmappable
 from nnef_torch.exporter.problems import Problem, node_problem
 from nnef_torch.exporter.quantization import QuantExport  # (registers the fake quantization rule)
+from nnef_torch.exporter.symbolic import SYMBOLIC_RULES, TRACT_RULES, Symbols, SymValue, refusal
 from nnef_torch.ir.graph import Graph, Ref
 from nnef_torch.ops.registry import export_rules
 
@@ -78,14 +79,17 @@ def graph_name(module: torch.nn.Module) -> str:
     return name if name[0].isalpha() or name[0] == "_" else "G_" + name
 
 
-def to_ir(program: torch.export.ExportedProgram, name: str,
-          quantization: QuantExport | None = None) -> tuple[Graph, Emitter]:
+def to_ir(program: torch.export.ExportedProgram, name: str, quantization: QuantExport | None = None,
+          symbols: Symbols | None = None, target: str = "standard") -> tuple[Graph, Emitter]:
     """The IR graph of `program`; raises `ExportError` listing every problem found. `quantization` says how fake
-    quantization is written (graph.quant entries by default)."""
+    quantization is written (graph.quant entries by default); `symbols`, the symbolic extents of a trace with
+    `dynamic_shapes` (the graph is built at the example extents, its attributes relative to them); `target`
+    'tract' writes tract's operations where standard NNEF has none, and extents as expressions of the symbols."""
     signature = program.graph_signature
     inputs = {spec.arg.name: spec for spec in signature.input_specs if hasattr(spec.arg, "name")}
     nodes = list(program.graph.nodes)
-    emit = Emitter(reserved=[node.name for node in nodes])
+    emit = Emitter(reserved=[node.name for node in nodes], target=target)
+    emit.symbols = symbols
     state = _State(program)
     emit.fold = state.fold
     emit.quant_options = quantization
@@ -190,6 +194,10 @@ def _placeholder(emit: Emitter, state: _State, node: torch.fx.Node, spec: InputS
         return FAILED
     where = f"input '{node.name}'"
     if spec.kind == InputKind.USER_INPUT:
+        symbolic = emit.symbols.shape(node) if emit.symbols else None
+        if symbolic is not None and not _static(symbolic):
+            value = torch.empty([d if isinstance(d, int) else emit.symbols.value(d, emit.symbols.examples)
+                                 for d in symbolic], dtype=value.dtype, device="meta")
         if not isinstance(value, torch.Tensor):
             shown = repr(value) if isinstance(value, (int, float, bool, str, type(None))) else type(value).__name__
             problems.append(Problem(f"{where} is {shown}, not a tensor: NNEF graph inputs are tensors. Pass only "
@@ -237,13 +245,25 @@ def _call(emit: Emitter, table: dict[str, Callable[..., Any]], node: torch.fx.No
                                            "NNEF form: NNEF graphs are straight-line code; compute both branches "
                                            "and choose with torch.where"))
         return FAILED
+    symbols = emit.symbols
+    if symbols and isinstance(symbols.shapes.get(node.name), SymValue):  # an integer computed from extents
+        value = symbols.shapes[node.name]
+        return value.example if value.expr.is_number else value
     if any(value is None for value in used):  # a data operation on the result of a check: nothing to compute from
         problems.append(node_problem(node, "uses the result of an operation without data"))
         return FAILED
     args = torch.fx.node.map_arg(node.args, lambda n: env[n.name])
     kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n.name])
+    if symbols and target not in SYMBOLIC_RULES and not (emit.target == "tract" and target in TRACT_RULES):
+        read = _symbolic_arguments(args, kwargs)
+        if read is not None:
+            problems.append(node_problem(node, refusal(symbols, read, "it", emit.target)))
+            return FAILED
     value = node.meta.get("val")
-    for item in value if isinstance(value, (tuple, list)) else (value,):
+    shapes = symbols.shapes.get(node.name) if symbols else None
+    for index, item in enumerate(value if isinstance(value, (tuple, list)) else (value,)):
+        if symbols and isinstance(shapes, list) and _symbolic_known(symbols, shapes, index, value):
+            continue  # extents of the inputs' symbols: written relative to them
         if isinstance(item, torch.Tensor) and not _static(item.shape):
             problems.append(node_problem(node, f"its result shape {list(item.shape)} depends on tensor values "
                                                "(e.g. nonzero or boolean masking), and NNEF graphs have static "
@@ -312,6 +332,27 @@ def _outputs(emit: Emitter, state: _State, node: torch.fx.Node, env: dict[str, A
 
 def _static(shape: Iterable[Any]) -> bool:
     return all(isinstance(extent, int) for extent in shape)
+
+
+def _symbolic_arguments(args: Any, kwargs: Any) -> SymValue | None:
+    """The first extent read as a number among a rule's arguments."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, SymValue):
+            return value
+        if isinstance(value, (list, tuple)):
+            found = _symbolic_arguments(value, {})
+            if found is not None:
+                return found
+    return None
+
+
+def _symbolic_known(symbols: Symbols, shapes: list[Any], index: int, value: Any) -> bool:
+    """Whether result `index` has a shape over the inputs' symbols only (no data-dependent size)."""
+    shape = shapes[index] if isinstance(value, (tuple, list)) else shapes
+    if not isinstance(shape, list) or any(isinstance(d, list) for d in shape):
+        return False
+    item = value[index] if isinstance(value, (tuple, list)) else value
+    return isinstance(item, torch.Tensor) and item.dtype in _NNEF_DTYPES and symbols.known(shape)
 
 
 def _bad_dtype(value: torch.Tensor, where: str, problems: list[Problem]) -> bool:

@@ -35,8 +35,10 @@ from nnef_torch.exporter.model import Model
 from nnef_torch.exporter.problems import Problem, error_problem, node_problem
 from nnef_torch.exporter.quantization import QuantExport
 from nnef_torch.exporter.trace import example_tuple, explain
+from nnef_torch.format.parser import parse_document
 from nnef_torch.ir.builder import Builder
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Variable
+from nnef_torch.ir.lower import lower
 
 # batch sizes the two concrete traces may use: primes, so that no product of other extents equals one by chance
 TRACE_BATCHES = (11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53)
@@ -413,9 +415,8 @@ def _node_of(op: Operation, program: torch.export.ExportedProgram) -> torch.fx.N
 # ------------------------------------------------------------------------------------------------ read back
 def _read_back(model: Model, rewrite: _Rewrite, sizes: tuple[int, int], batch: int) -> dict[str, tuple[int, ...]]:
     """Read the text at both traced batches, where every tensor must have the shape torch gave it, and at the
-    example batch: the shapes there."""
-    from nnef_torch.reader import read_graph
-
+    example batch: the shapes there. The text is standard NNEF (no dialect): it is parsed and lowered as the
+    reader does (`lower` is the layer below the reader)."""
     expected = ({name: tensor.shape for name, tensor in rewrite.out.tensors.items()},
                 {name: tensor.shape for name, tensor in rewrite.graphs[1].tensors.items()})
     graph = model.graph
@@ -423,7 +424,8 @@ def _read_back(model: Model, rewrite: _Rewrite, sizes: tuple[int, int], batch: i
         inputs = {e.name: tuple(size if e.name in rewrite.axes and d == rewrite.axes[e.name] else extent
                                 for d, extent in enumerate(e.shape)) for e in graph.signature.externals}
         try:
-            read = read_graph(model.text, file=f"{graph.name} (batch {size})", input_shapes=inputs)
+            read = lower(parse_document(model.text, f"{graph.name} (batch {size})"), input_shapes=inputs,
+                         text=model.text, lenient=True)
         except NNEFError as error:
             raise ExportError(f"{graph.name} cannot be exported with a variable batch size: its text does not "
                               f"read at batch {size}: {error} (a bug in nnef_torch)") from error

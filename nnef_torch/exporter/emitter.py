@@ -2,19 +2,25 @@
 exported, folds constants, and takes torch tensors as inputs, variables and constants."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from nnef_torch.format import ast
+from nnef_torch.formats.tract_core import declarations as tract_declarations
 from nnef_torch.ir.builder import FLOAT_MAX, Builder, Unmappable, literal
 from nnef_torch.ir.graph import Ref
+from nnef_torch.ir.values import Extent
 from nnef_torch.stdlib import extension_fragments
 
 SMALL_CONSTANT = 16  # constants with at most this many items are written inline; larger ones become variables
 
 _NNEF_TYPE = {torch.bool: "logical"}
+# standard operations tract's registry has under its own name only, with the same signature
+TRACT_NAMES = {"gather": "tract_core_gather"}
+TRACT_TYPES = {"scalar": "f32", "integer": "i64", "logical": "bool"}  # tract_core_cast's names of NNEF types
 
 __all__ = ["FLOAT_MAX", "Emitter", "Unmappable", "exporter_fragments", "literal", "nnef_type"]
 
@@ -34,14 +40,53 @@ def exporter_fragments() -> dict[str, ast.Fragment]:
 class Emitter(Builder):
     """Builds the IR graph of one traced program: `begin(node)` before the operations of each ATen node."""
 
-    def __init__(self, reserved: Sequence[str] = ()):
-        super().__init__(exporter_fragments(), reserved)
+    def __init__(self, reserved: Sequence[str] = (), target: str = "standard"):
+        library = exporter_fragments()
+        if target == "tract":  # tract's own operations (declared by its registry, not written as fragments)
+            library = {**library, **tract_declarations()}
+        super().__init__(library, reserved)
+        self.target = target
         self.node: torch.fx.Node | None = None  # the ATen node being exported
         self.quant_options: Any = None  # how fake quantization is written (exporter.quantization.QuantExport)
         self.shared: set[str] = set()  # tensors that are the value of more than one traced node (aliases)
         # evaluates a node of the traced graph on the program's parameters, buffers and constants (constant
         # folding); raises Unmappable when the node depends on a graph input
         self.fold: Callable[[torch.fx.Node], torch.Tensor] | None = None
+        self.symbols: Any = None  # the trace's symbolic extents (exporter.symbolic.Symbols), or None
+
+    def symbolic_shape(self, index: int = 0) -> list[Any] | None:
+        """The symbolic shape of the node's `index`-th argument (a tensor node), when the trace has symbols and
+        it has a symbolic extent; None otherwise (its IR shape holds every extent)."""
+        if not self.symbols or self.node is None or index >= len(self.node.args):
+            return None
+        shape = self.symbols.shape(self.node.args[index])
+        return shape if shape is not None and not all(isinstance(d, int) for d in shape) else None
+
+    def extent(self, value: Any) -> Any:
+        """An integer the program computed from extents (a `SymValue`, or a sympy expression) as an IR `Extent`
+        written as its expression (the tract target, whose documents declare the symbols), or a plain int."""
+        expr = getattr(value, "expr", value)
+        if not hasattr(expr, "free_symbols") or not expr.free_symbols:
+            return int(getattr(value, "example", value))
+        text = self.symbols.show(expr).replace("**", "^")
+        return Extent(text, self.symbols.value(expr, self.symbols.examples))
+
+    def symbolic_out(self) -> list[Any] | None:
+        """The symbolic shape of the node's result, as `symbolic_shape`."""
+        if not self.symbols or self.node is None:
+            return None
+        shape = self.symbols.shape(self.node)
+        return shape if shape is not None and not all(isinstance(d, int) for d in shape) else None
+
+    def op(self, name: str, *inputs: Any, **attribs: Any) -> Any:  # type: ignore[override]
+        if name == "cast" and self.target == "tract":  # tract reads its own cast, by the type's name
+            kind = attribs.pop("generic")
+            return super().op("tract_core_cast", *inputs, to=TRACT_TYPES[kind], generic=kind,
+                              out_shape=self.shape(inputs[0]), **attribs)
+        result = super().op(name, *inputs, **attribs)
+        if name in TRACT_NAMES and self.target == "tract":  # the same operation under tract's name
+            self.operations[-1] = dataclasses.replace(self.operations[-1], name=TRACT_NAMES[name])
+        return result
 
     @property
     def out(self) -> Any:
@@ -67,7 +112,7 @@ class Emitter(Builder):
         kind = nnef_type(value.dtype)
         if value.numel() == 1 and value.dim() == 0:
             return literal(value.item(), kind)
-        if value.numel() <= SMALL_CONSTANT and value.numel() > 0:
+        if value.numel() <= SMALL_CONSTANT and value.numel() > 0 and self.target != "tract":  # tract: no `constant`
             items = [literal(v, kind) for v in value.reshape(-1).tolist()]
             shape = list(value.shape) or [1]
             return self.op("constant", shape=shape, value=items if len(set(items)) > 1 else items[:1],

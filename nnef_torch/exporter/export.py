@@ -1,6 +1,7 @@
 """`nnef_torch.export`: module -> traced ATen graph -> IR -> NNEF text and tensors, in memory."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -9,7 +10,7 @@ import torch
 
 from nnef_torch.errors import ExportError
 from nnef_torch.exporter.convert import graph_name, to_ir
-from nnef_torch.exporter.emitter import Emitter
+from nnef_torch.exporter.emitter import Emitter, exporter_fragments
 from nnef_torch.exporter.model import Model
 from nnef_torch.exporter.quantization import (
     QuantExport,
@@ -18,10 +19,14 @@ from nnef_torch.exporter.quantization import (
     quant_text,
     store_weights,
 )
+from nnef_torch.exporter.symbolic import Symbols, names_from_spec, verify, verify_text
 from nnef_torch.exporter.torch_ao import substitute
-from nnef_torch.exporter.trace import decompose, direct, trace, unwrap
+from nnef_torch.exporter.trace import decompose, direct, example_tuple, trace, unwrap
+from nnef_torch.formats.tract_core.target import exported_text
 from nnef_torch.ir.document import graph_text
 from nnef_torch.ir.graph import Graph
+
+TARGETS = ("standard", "tract")
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,8 @@ class Built:
 
 
 def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = None,
-           dynamic_batch: bool | int | Sequence[int | None] = False) -> Model:
+           dynamic_batch: bool | int | Sequence[int | None] = False, dynamic_shapes: Any = None,
+           target: str | None = None) -> Model:
     """Trace `module` on `example_inputs` (a tensor, or a tuple or list of tensors: forward's positional arguments)
     and return it as an NNEF `Model`.
 
@@ -49,14 +55,32 @@ def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = 
     of every input, or one axis (None: no batch axis) per input. A module whose code fixes the batch size
     raises `ExportError` naming the operation that does.
 
+    dynamic_shapes: symbolic extents, as `torch.export.export` takes them (a `torch.export.Dim` per dynamic axis,
+    by input, shared between inputs by using one Dim; see `nnef_torch.exporter.symbolic`). The graph declares the
+    example extents in its `external`s and writes every other operation relative to its inputs, so it reads at
+    any value of the symbols; what standard NNEF cannot write that way raises `ExportError` naming the operation,
+    the extent and the source line. `Model.dims` and `Model.symbols` keep the symbolic input shapes.
+
+    target: 'standard' (the default) or 'tract': the text tract reads (`formats.tract_core.target`): symbols
+    declared, inputs declared with them, tract's operations where standard NNEF has none (`tract_core_range` for an
+    arange over a symbolic length), extents as expressions of the symbols, and no `constant` (tract lacks it).
+
     The module is not changed: its parameters, buffers, training flags and hooks stay as they were, and the model's
     tensors are the module's own (no copies). Raises `ExportError` listing every problem (operations without an NNEF
     form, value-dependent shapes, non-tensor inputs, unsupported element types) with the user's source line of each.
     """
     options = quant_options(quantization)
+    target = target or "standard"
+    if target not in TARGETS:
+        raise ExportError(f"target must be one of {', '.join(map(repr, TARGETS))}, not {target!r}")
     module = prepare(module)
+    if dynamic_shapes is not None or target == "tract":
+        if dynamic_batch is not False and dynamic_batch is not None:
+            raise ExportError("give dynamic_shapes= (or target='tract') or dynamic_batch=, not both "
+                              "(dynamic_batch=True is the dynamic_shapes with one Dim on axis 0 of every input)")
+        return export_symbolic(module, example_inputs, dynamic_shapes, options, target)
     if dynamic_batch is not False and dynamic_batch is not None:
-        from nnef_torch.exporter.dynamic_batch import export_dynamic
+        from nnef_torch.exporter.dynamic_batch import export_dynamic  # cycle: dynamic_batch imports this module
         return export_dynamic(module, example_inputs, dynamic_batch, options)
     built = build(module, example_inputs, options)
     return finish(built.graph, built.emit.data, built.emit.fragments, options)
@@ -70,17 +94,65 @@ def prepare(module: torch.nn.Module) -> torch.nn.Module:
     return substitute(module)
 
 
-def build(module: torch.nn.Module, example_inputs: Any, options: QuantExport) -> Built:
-    """`module` (already `prepare`d) traced on `example_inputs` and converted to IR."""
-    program = trace(module, example_inputs)
+def build(module: torch.nn.Module, example_inputs: Any, options: QuantExport, dynamic_shapes: Any = None,
+          target: str = "standard") -> Built:
+    """`module` (already `prepare`d) traced on `example_inputs` (with the symbolic extents of `dynamic_shapes`)
+    and converted to IR for `target`."""
+    program = trace(module, example_inputs, dynamic_shapes)
     name = graph_name(module)
+    names = names_from_spec(program, dynamic_shapes, example_tuple(example_inputs)) if dynamic_shapes else None
     if direct(program, module):
         try:
-            return Built(*to_ir(program, name, options), program)
+            return Built(*to_ir(program, name, options, _symbols(program, names), target), program)
         except ExportError:  # a rule met a case only the decomposition covers; the decomposed graph decides
             pass
     program = decompose(program, name)
-    return Built(*to_ir(program, name, options), program)
+    return Built(*to_ir(program, name, options, _symbols(program, names), target), program)
+
+
+def _symbols(program: torch.export.ExportedProgram, names: dict[str, str] | None) -> Symbols | None:
+    """The symbols of a trace with `dynamic_shapes` (`names`: the user's names of its symbols), else None."""
+    if names is None:
+        return None
+    symbols = Symbols(program, names)
+    return symbols if symbols else None
+
+
+def export_symbolic(module: torch.nn.Module, example_inputs: Any, dynamic_shapes: Any, options: QuantExport,
+                    target: str = "standard") -> Model:
+    """`module` (already `prepare`d) exported with symbolic extents (or for tract): one trace, then the graph
+    read at other values of the symbols to check that nothing in it holds an example extent (`symbolic.verify`)."""
+    built = build(module, example_inputs, options, dynamic_shapes, target)
+    symbols = built.emit.symbols
+    if target == "tract":
+        graph, storage = store_weights(built.graph, built.emit.data, options)
+        dims, ranges = _declared(graph, symbols, built.program)
+        fragments = tuple(name for name in built.emit.fragments if name in exporter_fragments())
+        text = exported_text(graph, fragments, dims, ranges)
+        model = Model(graph, text, built.emit.data, quant_text(graph), fragments, storage, dims, ranges)
+        if symbols is not None:
+            verify_text(model.text, graph, symbols, built.program, graph.name)
+        return model
+    model = finish(built.graph, built.emit.data, built.emit.fragments, options)
+    if symbols is None:  # torch found every extent static (a Dim it specialized raises in torch.export)
+        return model
+    verify(model.graph, model.fragments, symbols, built.program, model.graph.name)
+    dims, ranges = _declared(model.graph, symbols, built.program)
+    return dataclasses.replace(model, dims=dims, symbols=ranges)
+
+
+def _declared(graph: Graph, symbols: Symbols | None, program: torch.export.ExportedProgram
+              ) -> tuple[dict[str, tuple[int | str, ...]], dict[str, tuple[int, int | None]]]:
+    """Each input's shape with its symbols by name, and each symbol's range."""
+    if symbols is None:
+        return {}, {}
+    nodes = {node.name: node for node in program.graph.nodes}
+    dims = {}
+    for external in graph.signature.externals:
+        shape = symbols.shape(nodes.get(external.name))
+        if shape is not None:
+            dims[external.name] = tuple(d if isinstance(d, int) else symbols.show(d) for d in shape)
+    return dims, {symbols.names[symbol]: bounds for symbol, bounds in symbols.ranges.items()}
 
 
 def finish(graph: Graph, data: dict[str, torch.Tensor], fragments: Sequence[str], options: QuantExport) -> Model:

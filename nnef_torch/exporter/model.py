@@ -28,16 +28,21 @@ class Model:
     quant_text: str | None = None
     fragments: tuple[str, ...] = field(default=())
     storage: dict[str, Storage] = field(default_factory=dict)  # label -> quantized layout (float when absent)
+    # an export with symbolic extents: each input's shape with its symbolic extents by name ('S', '4*S'), and
+    # each symbol's range (lowest, highest or None); the text declares the example extents
+    dims: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
+    symbols: dict[str, tuple[int, int | None]] = field(default_factory=dict)
 
     def save(self, path: str | os.PathLike, *, compress: bool | None = None, progress: bool | None = None) -> None:
         """Write graph.nnef, graph.quant and one .dat per variable to a folder or a .tgz/.tar.gz/.tar archive,
         atomically: the previous model at `path` stays intact until the new one is complete."""
-        container.write_model(path, self.text, self._encoded(progress), self.quant_text, compress=compress)
+        container.write_model(path, self.text, self.encoded(progress), self.quant_text, compress=compress)
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.tensors.values())
 
-    def _encoded(self, progress: bool | None) -> Iterator[tuple[str, Callable[[], bytes]]]:
+    def encoded(self, progress: bool | None = None) -> Iterator[tuple[str, Callable[[], bytes]]]:
+        """Each variable's label and the function that encodes its .dat, in turn (for `container.write_model`)."""
         if progress is None:
             progress = self.nbytes() >= PROGRESS_BYTES and _on_terminal()
         bar = None

@@ -16,6 +16,7 @@ from nnef_torch.errors import Location
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)(?:\n[ \t]+(?!File ")(.*))?')
 _GENERATED = ("<eval_with_key>", "<string>")  # code torch.fx generates and runs while tracing
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the nnef_torch folder
 
 
 class Problem(str):
@@ -75,20 +76,17 @@ def _folders(*folders: str) -> tuple[str, ...]:
 
 
 def _is_ours(filename: str) -> bool:
-    import nnef_torch
-    return os.path.normcase(os.path.abspath(filename)).startswith(_folders(os.path.dirname(nnef_torch.__file__)))
+    return os.path.normcase(os.path.abspath(filename)).startswith(_folders(_PACKAGE))
 
 
 def is_user_file(filename: str) -> bool:
     """Not torch, nnef_torch or the standard library (installed packages, such as model zoos, count as user code)."""
     import torch
-
-    import nnef_torch
     if filename.startswith(_GENERATED):
         return False
     path = os.path.normcase(os.path.abspath(filename))
     paths = sysconfig.get_paths()
-    if path.startswith(_folders(os.path.dirname(torch.__file__), os.path.dirname(nnef_torch.__file__))):
+    if path.startswith(_folders(os.path.dirname(torch.__file__), _PACKAGE)):
         return False
     return not path.startswith(_folders(paths["stdlib"], paths["platstdlib"])) or path.startswith(
         _folders(paths["purelib"], paths["platlib"]))

@@ -41,6 +41,7 @@ from nnef_torch.importer.weights import Storage
 from nnef_torch.ir.graph import Graph, Operation, Ref
 from nnef_torch.ops.registry import export_rule
 from nnef_torch.quant.functional import OPS, zero_point_range
+from nnef_torch.quant.modules import FakeQuantize
 from nnef_torch.quant.prepare import known_fields
 
 WEIGHTS = ("float", "quantized", "seed")
@@ -86,7 +87,6 @@ def quant_options(value: Any) -> QuantExport:
 
 def check_calibrated(module: torch.nn.Module) -> None:
     """ExportError naming every nnef_torch FakeQuantize still observing: its parameters change on every call."""
-    from nnef_torch.quant.modules import FakeQuantize
     if not isinstance(module, torch.nn.Module):
         return  # tracing reports it
     observing = [name or "(the module)" for name, m in module.named_modules()

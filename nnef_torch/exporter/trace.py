@@ -84,8 +84,9 @@ def direct(program: torch.export.ExportedProgram, module: torch.nn.Module) -> bo
     rules = export_rules()
     twins = {}
     for node in program.graph.nodes:
-        if node.op != "call_function":
-            continue
+        if node.op != "call_function" or isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat,
+                                                                             torch.SymBool)):
+            continue  # an integer computed from symbolic extents: no operation of its own
         target = node.target
         if isinstance(target, torch._ops.OpOverload):
             if target._schema.is_mutable:
@@ -114,14 +115,15 @@ def _functional_twin(node: torch.fx.Node) -> Any:
         return None
 
 
-def trace(module: torch.nn.Module, example_inputs: Any) -> torch.export.ExportedProgram:
-    """`module` traced on `example_inputs` by torch.export (not decomposed)."""
+def trace(module: torch.nn.Module, example_inputs: Any, dynamic_shapes: Any = None) -> torch.export.ExportedProgram:
+    """`module` traced on `example_inputs` by torch.export (not decomposed), with the symbolic extents
+    `dynamic_shapes` gives (torch.export's argument)."""
     if not isinstance(module, torch.nn.Module):
         raise ExportError(f"only a torch.nn.Module can be exported, not {type(module).__name__}")
     example_inputs = example_tuple(example_inputs)
     name = type(module).__name__
     try:
-        program = torch.export.export(module, example_inputs, strict=False)
+        program = torch.export.export(module, example_inputs, dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as error:  # torch reports tracing failures with many exception types
         raise ExportError(f"torch.export cannot trace {name}:", [error_problem(error, explain(error))]) from error
     return program
@@ -144,6 +146,13 @@ def explain(error: Exception) -> str:
                 f"({first}). NNEF graphs have static shapes: replace value-dependent code (.item(), int(tensor), "
                 "boolean masks, nonzero, `if tensor:`) by shape-preserving ops such as torch.where, or move it out "
                 "of the exported module")
+    if "Constraints violated" in first:  # dynamic_shapes the code does not allow: torch's reasons and fixes
+        lines = [line.strip() for line in str(error).splitlines()]
+        reasons = [line[2:] for line in lines if line.startswith("- ")]
+        fixes = lines[lines.index("Suggested fixes:") + 1:] if "Suggested fixes:" in lines else []
+        fixes = [line for line in fixes if line and not line.startswith(("The error above", "If you"))][:4]
+        return ("the module's code does not allow the dynamic_shapes given: " + "; ".join(reasons[:4])
+                + (f" (torch suggests: {'; '.join(fixes)})" if fixes else ""))
     return f"{type(error).__name__}: {first}"
 
 

@@ -38,6 +38,10 @@ _DOCUMENT_START = "'version' at the start of an NNEF document (after any comment
 _QUANT_START = "a quoted tensor name at the start of a quantization file (its first entry)"
 
 
+# the extension whose argument is a condition on symbols (tract's `extension tract_assert S >= 1;`)
+CONDITION_EXTENSION = "tract_assert"
+
+
 @gc_paused
 def parse_document(text: str, file: str | None = None) -> ast.Document:
     """Parse a whole document: version, extensions, fragment definitions and the graph."""
@@ -203,7 +207,10 @@ class _Parser:
             extensions.append(self.expect("identifier").text)
             while not self.at(";"):
                 self.accept(",")
-                extensions.append(self.expect("identifier").text)
+                if extensions[-1] == CONDITION_EXTENSION:  # its condition is one item: `S >= 1`
+                    extensions.append(self.condition())
+                else:
+                    extensions.append(self.expect("identifier").text)
             self.expect(";")
         fragments = []
         while self.at("fragment"):
@@ -216,6 +223,19 @@ class _Parser:
         self.expect("eof")
         return ast.Document(version, tuple(extensions), tuple(fragments), graph, self.loc(start),
                             version_loc or self.loc(start))
+
+    def condition(self) -> str:
+        """The condition of an `extension tract_assert` line, as its tokens' text (`S >= 1`): an identifier, a
+        comparison and an integer, each side possibly a product or sum of those."""
+        parts = []
+        while not self.at(";") and not self.at(","):
+            if self.tok.kind == "eof":
+                raise self.error("expected ';' after the condition of the extension")
+            parts.append(self.tok.text)
+            self.advance()
+        if not parts:
+            raise self.error(f"expected a condition such as 'S >= 1', found {_describe(self.tok)}")
+        return " ".join(parts)
 
     def graph(self) -> ast.GraphDef:
         start = self.expect("graph")

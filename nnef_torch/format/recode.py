@@ -11,18 +11,17 @@ from nnef_torch.errors import NNEFTensorFileError
 from nnef_torch.format import tensor_file
 from nnef_torch.format.quant_file import QuantSpec
 from nnef_torch.format.tensor_file import TensorData
-from nnef_torch.ir.graph import Variable
 
 LAYOUTS = ("keep", "current", "seed")
 CODE_READERS = ("zero_point_linear_quantize", "linear_quantize", "min_max_linear_quantize")  # read current codes
 _SEED_LINEAR = ("linear_quantize", "min_max_linear_quantize")
 
 
-def _fail(variable: Variable, message: str) -> NNEFTensorFileError:
-    return NNEFTensorFileError(f"tensor '{variable.label}' (variable '{variable.name}'): {message}")
+def _fail(label: str, name: str, message: str) -> NNEFTensorFileError:
+    return NNEFTensorFileError(f"tensor '{label}' (variable '{name}'): {message}")
 
 
-def _seed_range(variable: Variable, spec: QuantSpec | None) -> dict | None:
+def _seed_range(spec: QuantSpec | None) -> dict | None:
     """The seed header quantization equal to a graph.quant entry, or None where the seed layout cannot hold it
     (one unsigned min/max range over the whole tensor)."""
     if spec is None or spec.op not in _SEED_LINEAR:
@@ -50,52 +49,53 @@ def grid_values(codes: np.ndarray, quantization: dict) -> np.ndarray:
     return sign * np.ldexp(1.0, exponent)
 
 
-def recode(data: TensorData, raw: bytes | bytearray, variable: Variable, spec: QuantSpec | None,
-           layout: str) -> bytes:
-    """The bytes of a variable's tensor file in `layout` ('keep' copies them); quantized data stays codes."""
+def recode(data: TensorData, raw: bytes | bytearray, spec: QuantSpec | None, layout: str, *, label: str,
+           name: str) -> bytes:
+    """The bytes of a variable's tensor file in `layout` ('keep' copies them); quantized data stays codes.
+    `label` (its .dat file) and `name` (the variable in graph.nnef and graph.quant) place the errors."""
     header = data.header
     codes_kept = header.kind == "quantized" and header.layout == "current" and layout != "seed"
     if codes_kept and (spec is None or spec.op not in CODE_READERS):
         have = f"its graph.quant entry is {spec.op}" if spec is not None else "graph.quant has no entry for it"
-        raise _fail(variable, f"the current layout stores quantized codes whose meaning comes from graph.quant, but "
-                              f"{have} (expected one of {', '.join(CODE_READERS)})")
+        raise _fail(label, name, f"the current layout stores quantized codes whose meaning comes from graph.quant, "
+                                 f"but {have} (expected one of {', '.join(CODE_READERS)})")
     if layout == "keep":
         return bytes(raw)
     if header.kind == "logical" and layout == "seed":
-        raise _fail(variable, "the seed layout has no logical item type; use --tensor-layout current or keep")
+        raise _fail(label, name, "the seed layout has no logical item type; use --tensor-layout current or keep")
     if header.kind == "quantized":
-        encoded = _recode_codes(data, variable, spec, layout)
+        encoded = _recode_codes(data, label, name, spec, layout)
     else:
         encoded = tensor_file.encode(data.array, layout=layout)
-    _check_same(data, tensor_file.decode(encoded), variable)
+    _check_same(data, tensor_file.decode(encoded), label, name)
     return encoded
 
 
-def _recode_codes(data: TensorData, variable: Variable, spec: QuantSpec | None, layout: str) -> bytes:
+def _recode_codes(data: TensorData, label: str, name: str, spec: QuantSpec | None, layout: str) -> bytes:
     """Quantized codes in `layout`: the same codes, with their meaning in the header (seed) or graph.quant (current)."""
     header, codes = data.header, data.codes
     assert codes is not None and header.quantization is not None  # decode gives both for quantized files
     if header.layout == "current" and layout == "current":
         return tensor_file.encode(codes, quantization={"signed": header.signed})
     if header.layout == "current":  # codes -> the seed header's range
-        quantization = _seed_range(variable, spec)
+        quantization = _seed_range(spec)
         if quantization is None:
             entry = f"follow {spec.op}{_args(spec)}" if spec is not None else "have no graph.quant entry"
-            raise _fail(variable, f"its codes {entry}, which the seed layout cannot express (it holds one unsigned "
-                                  "min/max range per tensor); keep the current layout")
+            raise _fail(label, name, f"its codes {entry}, which the seed layout cannot express (it holds one "
+                                     "unsigned min/max range per tensor); keep the current layout")
         return tensor_file.encode(grid_values(codes, quantization), quantization=quantization, layout="seed")
     wanted = header.quantization
     if layout == "seed":
         return tensor_file.encode(grid_values(codes, wanted), quantization=wanted, layout="seed")
     # seed codes -> current codes, read back through a graph.quant entry that must say the same
     if wanted["op"] != "linear_quantize":
-        raise _fail(variable, "logarithmic codes have no current-layout form; keep the seed layout")
-    found = _seed_range(variable, spec)
+        raise _fail(label, name, "logarithmic codes have no current-layout form; keep the seed layout")
+    found = _seed_range(spec)
     if found is None or any(np.float32(found[key]) != np.float32(wanted[key]) for key in ("min", "max", "bits")):
-        entry = f'"{variable.name}": linear_quantize(min = {wanted["min"]}, max = {wanted["max"]}, ' \
+        entry = f'"{name}": linear_quantize(min = {wanted["min"]}, max = {wanted["max"]}, ' \
                 f'bits = {wanted["bits"]});'
-        raise _fail(variable, "the current layout stores codes whose range comes from graph.quant; it needs the "
-                              f"entry {entry} (add it with --quant) or keep the seed layout")
+        raise _fail(label, name, "the current layout stores codes whose range comes from graph.quant; it needs "
+                                 f"the entry {entry} (add it with --quant) or keep the seed layout")
     return tensor_file.encode(codes, quantization={"signed": False})
 
 
@@ -103,7 +103,7 @@ def _args(spec: QuantSpec) -> str:
     return "(" + ", ".join(f"{key} = {value}" for key, value in spec.args.items()) + ")"
 
 
-def _check_same(before: TensorData, after: TensorData, variable: Variable) -> None:
+def _check_same(before: TensorData, after: TensorData, label: str, name: str) -> None:
     """The re-encoded file holds the same codes (quantized) or the same values and dtype."""
     if before.codes is not None:
         old, new = before.codes, after.codes
@@ -113,7 +113,7 @@ def _check_same(before: TensorData, after: TensorData, variable: Variable) -> No
             new = None
     same = new is not None and old.shape == new.shape and np.array_equal(old, new, equal_nan=old.dtype.kind == "f")
     if not same:
-        raise _fail(variable, "re-encoding changed the stored values (a bug in nnef_torch)")
+        raise _fail(label, name, "re-encoding changed the stored values (a bug in nnef_torch)")
 
 
 __all__ = ["CODE_READERS", "LAYOUTS", "grid_values", "recode"]

@@ -1,9 +1,10 @@
 """Front ends: graph formats other than NNEF, each read into what the NNEF reader gives.
 
-A front end turns its files into an IR graph of NNEF operations, written as NNEF text, and the variables' data
-(`Converted`). From there a model is an NNEF model: `nnef_torch.load` generates its module, `read_model` checks it,
-`save` and the command line write it, QAT and the benchmarks use it. Each format is a package of this one (its
-files, its operator rules in the op table, its fragments); `convert` picks one from the file's content or by name.
+A front end turns its files into an IR graph of NNEF operations, handed over in memory as an NNEF document (text is
+printed only when something asks for it), and the variables' data (`Converted`). From there a model is an NNEF
+model: `nnef_torch.load` generates its module, `read_model` checks it, `save` and the command line write it, QAT
+and the benchmarks use it. Each format is a package of this one (its files, its operator rules in the op table, its
+fragments); `convert` picks one from the file's content or by name.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import IO, Any
 import numpy as np
 
 from nnef_torch.errors import ForeignFormatError, Location, NNEFContainerError, NNEFOptionError
+from nnef_torch.format.graph_file import GraphFile
 from nnef_torch.formats.json_file import open_regular, read_json
 from nnef_torch.ir.graph import Graph
 
@@ -26,18 +28,28 @@ _JSON_KEYS = {"nnvm": ("nodes", "arg_nodes", "heads"), "lightnet": ("ops",)}
 
 @dataclass(frozen=True)
 class Converted:
-    """A model of another format as NNEF: the graph (as NNEF text reads back), its text, the variables' values
-    by label, and the labels whose variables are state rather than parameters (such as MXNet's aux states)."""
+    """A model of another format as NNEF: the graph, its NNEF document (the graph with the front end's fragments
+    kept whole), the variables' values by label, and the labels whose variables are state rather than parameters
+    (such as MXNet's aux states)."""
 
     format: str
     source: str
     graph: Graph
-    text: str
+    document: GraphFile
     tensors: dict[str, np.ndarray]
     state: frozenset[str] = frozenset()
     quant_text: str | None = None
     options: dict[str, Any] = field(default_factory=dict)  # what `convert` was called with, to read it again
     names: dict[str, str] = field(default_factory=dict)  # label -> the file's own name where a label cannot hold it
+    # why its input shapes are not known (a symbol read without them): then `graph` declares only its inputs (of
+    # unknown shape) and its variables, and the model is converted when the shapes are known (`nnef_torch.load`
+    # does so at the module's first call)
+    unbound: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The graph.nnef text (printed on first use)."""
+        return self.document.text
 
 
 def detect(path: str | os.PathLike) -> tuple[str, Any]:
@@ -81,9 +93,12 @@ def _first_char(handle: IO[bytes]) -> bytes:
 
 def convert(path: str | os.PathLike, *, format: str | None = None, document: Any = None,
             params: str | os.PathLike | Mapping[str, Any] | None = None,
-            input_shapes: Mapping[str, Any] | None = None, **options: Any) -> Converted:
+            input_shapes: Mapping[str, Any] | None = None, shapes_at_call: bool = False,
+            **options: Any) -> Converted:
     """Read a model of another format as NNEF (`format` forces one; by default it is detected). `options` are
-    the format's own (LightNet's `inputs` and `outputs`); one the format does not take is refused unless None."""
+    the format's own (LightNet's `inputs` and `outputs`); one the format does not take is refused unless None.
+    shapes_at_call: a format whose files may not say the input shapes (`SHAPES_AT_CALL` in its package) returns
+    its variables without converting the graph where they are missing (`Converted.unbound`)."""
     if format is None:
         format, document = detect(path)
         if format == "nnef":
@@ -101,6 +116,8 @@ def convert(path: str | os.PathLike, *, format: str | None = None, document: Any
     if refused:
         raise NNEFOptionError(f"{', '.join(key + '=' for key in refused)} do(es) not apply to {format} models "
                          f"(they take {', '.join(key + '=' for key in taken)})")
+    if shapes_at_call and getattr(reader, "SHAPES_AT_CALL", False):
+        given["shapes_at_call"] = True
     return reader.read(path, document=document, params=params, input_shapes=input_shapes, **given)
 
 

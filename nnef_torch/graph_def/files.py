@@ -18,9 +18,12 @@ from nnef_torch.errors import (
     NNEFShapeError,
 )
 from nnef_torch.format import container, tensor_file
+from nnef_torch.format.graph_file import GraphFile
+from nnef_torch.format.parser import parse_document
 from nnef_torch.graph_def.graph import ProtoGraph
 from nnef_torch.graph_def.network import ProtoNetwork
 from nnef_torch.ir.graph import Graph, Variable
+from nnef_torch.reader import member_path, open_source, read_document, read_graph
 
 RE_BATCH = 3  # the batch size a variable-batch network must also read at, beside its own
 
@@ -34,12 +37,10 @@ def load(path: str | os.PathLike, *, batch_size: int | None = None, exclude_para
     and variables of one label (in any network) one shape and type: else a located NNEFError."""
     if exclude_parameter and parameter_only:
         raise NNEFOptionError("exclude_parameter and parameter_only exclude each other")
-    from nnef_torch.reader import open_source, read_graph
-
     owner = ProtoGraph(parameters=parameters)
     with open_source(path) as source:
-        graphs = [read_graph(source.graph_text, file=source.graph_file, quant_text=source.quant_text,
-                             quant_file=source.quant_file, batch_size=batch_size)]
+        graphs = [read_document(source.document, quant_text=source.quant_text, quant_file=source.quant_file,
+                                batch_size=batch_size)]
         files = [source.graph_file]
         if source.files is not None:  # the other documents, read and lowered one at a time
             names = source.files.document_names()
@@ -82,7 +83,6 @@ def _check_name(graph: Graph, file: str, text: str, graphs: list[Graph], files: 
 
 def _graph_location(text: str, file: str) -> Location:
     """Where `text` declares its graph (parsed again: this is only needed for an error)."""
-    from nnef_torch.format.parser import parse_document
     graph = parse_document(text, file).graph
     return graph.loc if graph is not None else Location(file=file)
 
@@ -112,7 +112,6 @@ def _variable_location(graph: Graph, variable: Variable) -> Location | None:
 
 
 def container_member(source: str, name: str) -> str:
-    from nnef_torch.reader import member_path
     return member_path(source, name)
 
 
@@ -126,9 +125,10 @@ def save(path: str | os.PathLike, content: ProtoGraph | ProtoNetwork | Sequence[
     documents: dict[str, str] = {}
     texts = []
     for index, network in enumerate(networks):
-        text, quant = network.text(), network.quant_text()
+        document, quant = network.document(), network.quant_text()
         if variable_batch_size:
-            _check_variable_batch(network, text)
+            _check_variable_batch(network, document)
+        text = document.text
         texts.append((text, quant))
         if index:
             documents[f"{network.name}.nnef"] = text
@@ -159,12 +159,11 @@ def _networks(content: Any) -> list[ProtoNetwork]:
     return networks
 
 
-def _check_variable_batch(network: ProtoNetwork, text: str) -> None:
-    from nnef_torch.reader import read_graph
+def _check_variable_batch(network: ProtoNetwork, document: GraphFile) -> None:
     batches = {external.shape[0] for external in network.graph.signature.externals if external.shape}
     other = RE_BATCH if RE_BATCH not in batches else RE_BATCH + 4
     try:
-        read_graph(text, file=f"{network.name}.nnef", batch_size=other)
+        read_document(document, batch_size=other)
     except NNEFError as error:
         raise NNEFError(f"network '{network.name}' does not read at batch size {other}, so its batch is fixed "
                         f"somewhere besides its inputs (export it with dynamic_batch=True, or save with "

@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nnef_torch.errors import NNEFError
+from nnef_torch.options import ReadOptions
+from nnef_torch.reader import ModelSource
 
 if TYPE_CHECKING:
     from nnef_torch.graph_def.network import ProtoNetwork
@@ -15,10 +17,8 @@ def build_module(network: ProtoNetwork, batch_size: int | None) -> NNEFModule:
     the owner's tensor of each label: one Parameter per label across networks, so training one network trains
     the others. Fixed parameters (`NetworkPass.fix_parameters`) and buffers hold the same data without
     gradients."""
-    from nnef_torch.importer.load import load_source
+    from nnef_torch.importer.load import load_source  # lazy: keeps torch out of reading
     from nnef_torch.importer.module import place
-    from nnef_torch.options import ReadOptions
-    from nnef_torch.reader import ModelSource
 
     owner = network.owner
     labels = [variable.label for variable in network.parameters.values() if variable.label is not None]
@@ -27,8 +27,8 @@ def build_module(network: ProtoNetwork, batch_size: int | None) -> NNEFModule:
         raise NNEFError(f"network '{network.name}' has no data for {len(missing)} variable(s), such as "
                         f"'{missing[0]}' (loaded with exclude_parameter=True? give parameters= or set them with "
                         "ProtoGraph.set_parameter)")
-    source = ModelSource(f"graph_def:{network.name}", "nnef", network.text(), network.quant_text(),
-                         f"{network.name} (graph_def)", f"{network.name} (graph_def graph.quant)",
+    source = ModelSource(f"graph_def:{network.name}", "nnef", network.document(), network.quant_text(),
+                         f"{network.name} (graph_def graph.quant)",
                          state=network.state, options=ReadOptions(format="nnef", batch_size=batch_size))
     module = load_source(source, device="meta")
     for slot in module.nnef.slots.values():

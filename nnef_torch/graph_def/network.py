@@ -1,13 +1,19 @@
 """`ProtoNetwork`: one NNEF graph of a ProtoGraph, as functions and variables, callable at any batch size."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nnef_torch.format import ast
+from nnef_torch.format.graph_file import GraphFile
+from nnef_torch.format.quant_file import print_quantization
+from nnef_torch.graph_def.modules import build_module
 from nnef_torch.graph_def.proto import ACTIVATION, BUFFER, INPUT, PARAMETER, ProtoFunction, ProtoVariable
+from nnef_torch.graph_def.sequence import forward_sequence
+from nnef_torch.ir.document import graph_file
 from nnef_torch.ir.graph import Graph, Operation, Ref
 from nnef_torch.stdlib import standard_fragments
 
@@ -87,13 +93,14 @@ class ProtoNetwork:
 
     def text(self) -> str:
         """The network as an NNEF document (graph.nnef text); its graph is named after the network."""
-        import dataclasses
+        return self.document().text
 
-        from nnef_torch.ir.document import graph_text
-        return graph_text(dataclasses.replace(self.graph, name=self.name), self.fragments(), self.library)
+    def document(self) -> GraphFile:
+        """The network as a graph.nnef held in memory (its text printed when asked for)."""
+        return graph_file(dataclasses.replace(self.graph, name=self.name), self.fragments(), self.library,
+                          f"{self.name} (graph_def)")
 
     def quant_text(self) -> str | None:
-        from nnef_torch.format.quant_file import print_quantization
         return print_quantization(self.graph.quantization) if self.graph.quantization else None
 
     # -- running --
@@ -101,7 +108,6 @@ class ProtoNetwork:
         """The generated torch module of this network (at `batch_size`: every input's first axis re-declared),
         holding the ProtoGraph's shared Parameters; built once per batch size."""
         if batch_size not in self._modules:
-            from nnef_torch.graph_def.modules import build_module
             self._modules[batch_size] = build_module(self, batch_size)
         return self._modules[batch_size]
 
@@ -116,7 +122,6 @@ class ProtoNetwork:
     def forward_sequence(self) -> Iterator[ProtoFunction]:
         """The functions in execution order: only those that reach an output (or write a variable with
         `update`), each once every input it reads is ready. NNEFError if two functions write one variable."""
-        from nnef_torch.graph_def.sequence import forward_sequence
         return forward_sequence(self)
 
     def execute_on_proto(self, execute: Callable[[ProtoFunction], Any]) -> None:
@@ -131,7 +136,7 @@ class ProtoNetwork:
     def save(self, path: str | os.PathLike, *, include_parameters: bool = True,
              variable_batch_size: bool = True) -> None:
         """Write this network alone as an NNEF model (see `graph_def.save`)."""
-        from nnef_torch.graph_def.files import save
+        from nnef_torch.graph_def.files import save  # cycle: graph_def.files imports this module
         save(path, self, include_parameters=include_parameters, variable_batch_size=variable_batch_size)
 
     def values(self) -> dict[str, Any]:

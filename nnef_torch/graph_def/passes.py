@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nnef_torch.errors import NNEFOptionError
+from nnef_torch.graph_def.network import ProtoNetwork
 from nnef_torch.graph_def.proto import ACTIVATION, INPUT, PARAMETER, ProtoFunction, ProtoVariable
 from nnef_torch.graph_def.rebuild import checked_graph
-
-if TYPE_CHECKING:
-    from nnef_torch.graph_def.network import ProtoNetwork
 
 FunctionCallback = Callable[[ProtoFunction], "ProtoFunction | None"]
 VariableCallback = Callable[[ProtoVariable], "ProtoVariable | None"]
@@ -101,8 +99,6 @@ class NetworkPass:
 
     # -- applying --
     def apply(self, network: ProtoNetwork) -> ProtoNetwork:
-        from nnef_torch.graph_def.network import ProtoNetwork
-
         work = _Work(network, self.verbose)
         for edit in self.edits:
             edit(work)

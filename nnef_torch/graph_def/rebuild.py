@@ -9,7 +9,9 @@ from typing import Any
 from nnef_torch.errors import NNEFSemanticError
 from nnef_torch.graph_def.proto import BUFFER, INPUT, PARAMETER, ProtoFunction, ProtoVariable
 from nnef_torch.ir.builder import is_tensor_param
+from nnef_torch.ir.document import graph_file
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature
+from nnef_torch.reader import read_document
 from nnef_torch.stdlib import standard_fragments
 
 
@@ -92,11 +94,8 @@ def _has_ref(value: Any) -> bool:
 def checked_graph(name: str, variables: Iterable[ProtoVariable], functions: Iterable[ProtoFunction],
                   inputs: list[str], outputs: list[str], library: Mapping[str, Any],
                   quantization: Mapping[str, Any], fragments_used: list[str] | None = None) -> Graph:
-    """The graph of these parts, printed and read back (types and shapes checked; errors located in the text,
-    whose file is '<name> (promoted)')."""
-    from nnef_torch.ir.document import graph_text
-    from nnef_torch.reader import read_graph
-
+    """The graph of these parts, made a document and read back (types and shapes checked; errors located in its
+    text, whose file is '<name> (promoted)')."""
     sources: list[Operation] = []
     by_name = {variable.name: variable for variable in variables}
     for name_ in inputs:
@@ -114,11 +113,11 @@ def checked_graph(name: str, variables: Iterable[ProtoVariable], functions: Iter
     externals = tuple(External(op.outputs["output"].name, op.dtype or "scalar", tuple(op.attribs["shape"]))
                       for op in sources if op.name == "external")
     graph = Graph(name, "1.0", (), {}, tuple(operations), Signature(externals, (), (), tuple(outputs)))
-    text = graph_text(graph, used, dict(library))
+    document = graph_file(graph, used, dict(library), f"{name} (promoted)")
     kept = set(used)
     produced = {ref.name for op in operations for ref in op.output_refs()}
     quant = {key: spec for key, spec in quantization.items() if key in produced}
-    checked = read_graph(text, file=f"{name} (promoted)", atomic=lambda op: op in standard or op in kept)
+    checked = read_document(document, atomic=lambda op: op in standard or op in kept)
     return dataclasses.replace(checked, quantization=quant) if quant else checked
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from nnef_torch.errors import NNEFError, NNEFUnsupportedError
+from nnef_torch.errors import NNEFError, NNEFOptionError, NNEFUnsupportedError
 from nnef_torch.importer import state
 from nnef_torch.importer.naming import label_paths
 from nnef_torch.importer.simplify import fold_reshapes
@@ -60,13 +60,15 @@ def plan_slots(graph: Graph, state: Collection[str] = (), names: Mapping[str, st
     return slots
 
 
-def implementations(custom_ops: Mapping[str, Callable[..., Any]] | None) -> Callable[[str], Callable | None]:
+def implementations(custom_ops: Mapping[str, Callable[..., Any]] | None) -> Callable[..., Callable | None]:
+    """`find(name, dialect=None)`: the implementation of op `name`, from `custom_ops` or from the op table of a
+    graph read with `dialect` (`Graph.dialect`)."""
     custom = dict(custom_ops or {})
 
-    def find(name: str) -> Callable | None:
+    def find(name: str, dialect: str | None = None) -> Callable | None:
         if name in custom:
             return custom[name]
-        op = registry.entry(name, "torch")
+        op = registry.entry(name, "torch", dialect=dialect)
         return (op.module or op.torch) if op is not None else None
     return find
 
@@ -77,7 +79,7 @@ def module_state(graph: Graph, custom_ops: Collection[str] = ()) -> set[str]:
     variables = {variable.name: variable for variable in graph.signature.variables}
     labels = set()
     for op in graph.operations:
-        entry = registry.entry(op.name, "torch")
+        entry = registry.entry(op.name, "torch", dialect=graph.dialect)
         if entry is None or entry.module is None or op.name in custom_ops:
             continue
         for name in entry.state:
@@ -87,14 +89,14 @@ def module_state(graph: Graph, custom_ops: Collection[str] = ()) -> set[str]:
     return labels
 
 
-def check_supported(graph: Graph, find: Callable[[str], Callable | None]) -> None:
+def check_supported(graph: Graph, find: Callable[..., Callable | None]) -> None:
     """Scan before converting: one error naming every operation (and quantization op) without an implementation."""
     missing: list[tuple[str, Any]] = []
     for op in graph.operations:
-        if op.name not in _SPECIAL and find(op.name) is None:
+        if op.name not in _SPECIAL and find(op.name, graph.dialect) is None:
             missing.append((op.name, op.location))
     for name, spec in graph.quantization.items():
-        if find(spec.op) is None:
+        if find(spec.op, graph.dialect) is None:
             missing.append((f"{spec.op} (graph.quant entry of '{name}')", spec.location))
     if not missing:
         return
@@ -203,11 +205,11 @@ class GraphBuilder:
 
     # -- every other operation --
     def operation(self, op: Operation) -> None:
-        fn = self.find(op.name)
+        fn = self.find(op.name, self.graph.dialect)
         args = [self.value(value) for value in op.inputs.values()]
         kwargs = {python_name(key): value for key, value in op.attribs.items()}
         before = _last_node(self.tracer.graph)
-        entry = registry.entry(op.name, "torch")
+        entry = registry.entry(op.name, "torch", dialect=self.graph.dialect)
         if op.name in self.custom:
             result = self._custom_call(fn, args, kwargs, op)
         elif entry is not None and entry.module is not None:
@@ -266,7 +268,7 @@ class GraphBuilder:
             if spec.op in OPS and spec.op not in self.custom:
                 quantized = self.tracer.create_proxy("call_module", self.quantizer(name, spec), (value,), {})
             else:
-                fn = self.find(spec.op)
+                fn = self.find(spec.op, self.graph.dialect)
                 quantized = fn(value, **{python_name(key): arg for key, arg in spec.args.items()})
             fresh = _nodes_after(self.tracer.graph, before)
             annotate(quantized, tensor.shape, value.node.meta["nnef_dtype"])
@@ -287,18 +289,36 @@ class GraphBuilder:
         return f"{holder_name}.{key}"
 
     def quantizer(self, name: str, spec: Any) -> str:
-        """Register the FakeQuantize of tensor `name`'s graph.quant entry on the root; its submodule path."""
+        """Register the FakeQuantize of tensor `name`'s graph.quant entry on the root (the one it holds already,
+        where the graph is generated again for other input shapes); its submodule path."""
         holder = self.root._modules.get(QUANTIZERS)
         if holder is None:
             holder = torch.nn.Module()
             self.root.add_module(QUANTIZERS, holder)
         key = python_name(name)
         try:
-            holder.add_module(key, FakeQuantize.from_spec(spec))
+            if key not in holder._modules:
+                holder.add_module(key, FakeQuantize.from_spec(spec))
         except ValueError as error:
             raise NNEFUnsupportedError(f"graph.quant entry of '{name}': {error}", spec.location) from error
         self.quantizers[name] = f"{QUANTIZERS}.{key}"
         return self.quantizers[name]
+
+
+def unbound_graph(graph: Graph, reason: str) -> fx.Graph:
+    """The fx graph of a module whose input shapes bind at its first call (`ModelInfo.unbound`): its inputs, and
+    one call that raises, for what runs the graph itself rather than calling the module (torch.export,
+    `fx.Interpreter`)."""
+    fx_graph = fx.Graph()
+    for external in graph.signature.externals:
+        fx_graph.placeholder(python_name(external.name))
+    fx_graph.output(fx_graph.call_function(not_bound, (reason,)))
+    return fx_graph
+
+
+def not_bound(reason: str) -> None:
+    raise NNEFOptionError(f"the module's input shapes bind at its first call ({reason}): call it once before "
+                          "running its graph otherwise (torch.export, fx), or load it with input_shapes=")
 
 
 def _last_node(graph: fx.Graph) -> fx.Node | None:

@@ -11,6 +11,7 @@ import torch
 
 from nnef_torch.errors import NNEFError, NNEFShapeError
 from nnef_torch.format.lexer import MAX_INTEGER
+from nnef_torch.formats.dialects import UnboundDimensionError, dynamic_inputs
 from nnef_torch.gc_pause import gc_paused
 from nnef_torch.importer import fuse as fusion
 from nnef_torch.importer.build import (
@@ -21,16 +22,19 @@ from nnef_torch.importer.build import (
     implementations,
     module_state,
     plan_slots,
+    unbound_graph,
 )
+from nnef_torch.importer.inputs import declared_inputs
 from nnef_torch.importer.module import INFO_KEY, ModelInfo, NNEFModule, place, tensor_at
 from nnef_torch.importer.weights import Storage, declared_dtype, to_tensor
 from nnef_torch.ir.graph import Graph
 from nnef_torch.ops import registry
 from nnef_torch.options import ImportOptions, ReadOptions
-from nnef_torch.reader import ModelSource, check_batch_format, constant_reader, open_source, read_graph
+from nnef_torch.reader import ModelSource, check_batch_format, constant_reader, open_source, read_document
 
 registry.require("shape", "torch")  # the importer generates code from the table's shape rules and torch kernels
 PROGRESS_BYTES = 64 << 20  # show a progress bar on a terminal from this many bytes of variables
+PROBES = (1, 2, 4, 8, 16)  # values a dynamic dimension takes to plan the Parameters of a module loaded without it
 
 
 @gc_paused
@@ -63,11 +67,17 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
 
     The module is returned in eval mode, ready for inference; `.train()` switches the operations that follow the
     training mode (batch statistics and dropout of imported MXNet models) to their training behaviour.
+
+    Its `forward` is generated for the input shapes it is loaded with; a call with other shapes runs the graph
+    derived for them (NNEF re-declares a graph's inputs), on the same Parameters (`importer/derive.py`), and every
+    call's inputs are checked against their declaration first (`importer/inputs.py`). A model that does not say its
+    input shapes (tract symbols that input_shapes= and batch_size= leave unbound, an MXNet symbol without shapes)
+    loads with its Parameters and binds its shapes at its first call.
     """
     read = ReadOptions.of(format=format, params=params, input_shapes=input_shapes, inputs=inputs, outputs=outputs,
                           batch_size=batch_size, batch_axes=batch_axes, lenient=lenient)
     options = ImportOptions.of(device=device, dtype=dtype, custom_ops=custom_ops, fuse=fuse, progress=progress)
-    with open_source(path, read) as files:
+    with open_source(path, read, shapes_at_call=True) as files:
         return load_source(files, options)
 
 
@@ -80,14 +90,22 @@ def load_source(files: ModelSource, options: ImportOptions | None = None, **keyw
     check_batch_format(files.format, read.batch_size, read.axes)
     custom_ops = options.custom_ops or {}
     find = implementations(custom_ops)
-    custom_shapes = {name: _meta_shape_rule(fn) for name, fn in custom_ops.items()}
     device, dtype = options.device, options.dtype
     nnef = files.format == "nnef"
-    graph = read_graph(files.graph_text, file=files.graph_file, quant_text=files.quant_text,
-                       quant_file=files.quant_file, atomic=lambda name: find(name) is not None,
-                       custom_shapes=custom_shapes, input_shapes=read.shapes if nnef else None,
-                       batch_size=read.batch_size, batch_axes=read.axes, lenient=read.lenient,
-                       constants=constant_reader(files))
+
+    def lowered(shapes: Mapping[str, Any] | None) -> Graph:
+        return read_document(files.document, quant_text=files.quant_text, quant_file=files.quant_file,
+                             atomic=lambda name: find(name) is not None, custom_shapes=custom_shape_rules(custom_ops),
+                             input_shapes=shapes if nnef else None, batch_size=read.batch_size,
+                             batch_axes=read.axes, lenient=read.lenient, constants=constant_reader(files))
+    unbound = files.unbound
+    if files.graph is not None and unbound is not None:  # a symbol without input shapes: its variables only
+        graph = files.graph
+    else:
+        try:
+            graph = lowered(read.shapes)
+        except UnboundDimensionError as error:
+            graph, unbound = _planned(files, read, error, lowered)
     graph = fusion.fuse(graph, options.fuse, replaced=set(custom_ops))
     check_supported(graph, find)
     slots = plan_slots(graph, files.state | module_state(graph, set(custom_ops)), files.names)
@@ -95,25 +113,50 @@ def load_source(files: ModelSource, options: ImportOptions | None = None, **keyw
     for slot in slots.values():
         _check_size(graph, slot, declared_dtype(slot.nnef_type, dtype))
         empty = torch.empty(slot.shape, dtype=declared_dtype(slot.nnef_type, dtype), device="meta")
-        place(root, slot.path, empty, _trainable(slot))
+        place(root, slot.path, empty, trainable(slot))
     storage: dict[str, Storage] = {}
     with _Reader(files, graph, slots, device, dtype, options.progress) as reader:
         builder = GraphBuilder(graph, root, slots, find, custom_ops or None, dtype)
-        fx_graph = builder.build()
+        fx_graph = builder.build() if unbound is None else unbound_graph(graph, unbound)
         module = NNEFModule(root, fx_graph, class_name=_class_name(graph.name))
         for slot in slots.values():  # variables no operation reads are still part of the model
             if not _has(module, slot.path):
-                place(module, slot.path, tensor_at(root, slot.path), _trainable(slot))
+                place(module, slot.path, tensor_at(root, slot.path), trainable(slot))
         for slot, tensor, stored in reader.results():
-            place(module, slot.path, tensor, _trainable(slot))
+            place(module, slot.path, tensor, trainable(slot))
             storage[slot.key] = stored
         _keep_unread_quantizers(module, root, builder.quantizers.values())
     if builder.quantizers and device is not None and device.type != "meta":
         module.get_submodule(QUANTIZERS).to(device)
     module.eval()
-    module.meta[INFO_KEY] = ModelInfo(graph, files.graph_text, files.quant_text, slots, storage,
-                                      os.fspath(files.source), builder.quantizers, read, options)
+    declared, signature = declared_inputs(graph, dynamic_inputs(files.document.document) if nnef else {},
+                                          unbound is None)
+    module.meta[INFO_KEY] = ModelInfo(graph, files.document, files.quant_text, slots, storage,
+                                      os.fspath(files.source), builder.quantizers, read, options, declared, signature,
+                                      unbound)
     return module
+
+
+def _planned(files: ModelSource, read: ReadOptions, error: UnboundDimensionError,
+             lowered: Callable[[Mapping[str, Any] | None], Graph]) -> tuple[Graph, str]:
+    """The graph of a document whose dynamic dimensions no option binds, lowered with each at one of PROBES to plan
+    the module's Parameters (they bind at its first call), and why it is unbound; raises `error` where the graph
+    lowers at none of them."""
+    declared = dynamic_inputs(files.document.document)
+    problem = None
+    for value in PROBES:
+        shapes = {name: [value if isinstance(extent, str) else extent for extent in extents]
+                  for name, extents in declared.items() if any(isinstance(extent, str) for extent in extents)
+                  and None not in extents}
+        try:
+            graph = lowered({**shapes, **(read.shapes or {})})
+        except NNEFError as failed:
+            problem = failed
+            continue
+        return graph, f"no option binds the dynamic dimension(s) {', '.join(error.symbols)}"
+    error.message += (f" (loaded without them, a module binds them at its first call, but this graph does not lower "
+                      f"with them at any of {list(PROBES)}: {problem.message if problem else ''})")
+    raise error
 
 
 def _check_size(graph: Graph, slot: Slot, dtype: torch.dtype) -> None:
@@ -147,7 +190,7 @@ def fill_from_source(module: NNEFModule, device: torch.device | str | int | None
     """Read every variable of `module` from the files it was loaded from, onto `device`."""
     info = module.nnef
     device = torch.device(device) if device is not None else torch.device("cpu")
-    with open_source(info.source, info.options) as files:
+    with open_source(info.source, info.options, shapes_at_call=True) as files:
         for slot, tensor, stored in _read_tensors(files, info.graph, info.slots, device, None, progress):
             current = tensor_at(module, slot.path)
             value = tensor.to(current.dtype) if current.dtype.is_floating_point else tensor
@@ -199,7 +242,8 @@ def _nbytes(slot: Slot) -> int:
     return count * 4
 
 
-def _trainable(slot: Slot) -> bool:
+def trainable(slot: Slot) -> bool:
+    """A variable's tensor is a Parameter (else a buffer)."""
     return not slot.state and slot.nnef_type == "scalar"
 
 
@@ -257,6 +301,11 @@ def _has(module: torch.nn.Module, path: str) -> bool:
 
 def _class_name(name: str) -> str:
     return name if name.isidentifier() else "NNEFGraph"
+
+
+def custom_shape_rules(custom_ops: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    """The shape rule of each custom op: its implementation run on meta tensors."""
+    return {name: _meta_shape_rule(fn) for name, fn in custom_ops.items()}
 
 
 def _meta_shape_rule(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -42,6 +42,7 @@ def _segment(part: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _reserved() -> frozenset[str]:
     """Names a module already uses (`half`, `forward`, `graph`, ...): a tensor cannot take them."""
+    # cycle: importer.build imports this module, and importer.module imports importer.build
     from nnef_torch.importer.build import OP_MODULES, QUANTIZERS
     from nnef_torch.importer.module import NNEFModule
     return frozenset(dir(NNEFModule)) | {"meta", "training", "_graph", "_code", QUANTIZERS, OP_MODULES}

@@ -18,6 +18,7 @@ from nnef_torch.format import ast
 from nnef_torch.format.parser import parse_fragments
 from nnef_torch.ir.checker import check_library
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Tensor, Update, Variable
+from nnef_torch.ir.values import Extent, plain
 from nnef_torch.ops.registry import entry
 from nnef_torch.stdlib import standard_fragments
 
@@ -225,7 +226,8 @@ class Builder:
             kind = _item(param.type)
             kind = generic if kind == "?" else kind
             bound[param.name] = _coerce(bound[param.name], kind)
-        shape = self._infer(name, tensor_params, bound, attrs, out_shape)
+        shape = self._infer(name, tensor_params, {key: plain(value) for key, value in bound.items()},
+                            {key: plain(value) for key, value in attrs.items()}, out_shape)
         outputs: dict[str, Any] = {}
         results = []
         shapes_ = shape if len(decl.results) > 1 else (shape,)
@@ -323,7 +325,7 @@ class Builder:
 def _coerce(value: Any, kind: str | None) -> Any:
     if isinstance(value, list):
         return [_coerce(item, kind) for item in value]
-    if isinstance(value, Ref) or value is None:
+    if isinstance(value, (Ref, Extent)) or value is None:
         return value
     return literal(value, kind)
 

@@ -32,9 +32,10 @@ def type_error(message: str, loc: Location | None) -> NNEFTypeError:
 
 
 def check_document(doc: ast.Document, fragments: Mapping[str, ast.Fragment],
-                   deviations: Deviations = STRICT) -> None:
+                   deviations: Deviations = STRICT, typing: T.Typing | None = None) -> None:
     """Check `doc` against the declarations in `fragments` (standard library and the document's own); what real
-    producers write against the spec goes to `deviations` (see `nnef_torch.ir.deviations`)."""
+    producers write against the spec goes to `deviations` (see `nnef_torch.ir.deviations`). `typing`: the reading
+    of types of the document's dialect (`registry.typing_of`), None for the spec's."""
     if doc.version.split(".")[0] != "1":
         raise semantic_error(f"unsupported NNEF version {doc.version}; this reader supports 1.x", doc.version_loc)
     if doc.fragments and FRAGMENT_EXTENSION not in doc.extensions:
@@ -43,9 +44,9 @@ def check_document(doc: ast.Document, fragments: Mapping[str, ast.Fragment],
         check_declaration(fragment)
     for fragment in doc.fragments:
         if fragment.body is not None:
-            _BodyChecker(fragments, fragment, deviations=deviations).check_fragment()
+            _BodyChecker(fragments, fragment, deviations=deviations, typing=typing).check_fragment()
     if doc.graph is not None:
-        _BodyChecker(fragments, None, OPERATOR_EXTENSION in doc.extensions, deviations).check_graph(doc.graph)
+        _BodyChecker(fragments, None, OPERATOR_EXTENSION in doc.extensions, deviations, typing).check_graph(doc.graph)
 
 
 def check_library(fragments: Iterable[ast.Fragment], table: Mapping[str, ast.Fragment]) -> None:
@@ -137,12 +138,13 @@ def literal_type(expr: ast.Expr) -> T.AnyType:
     raise semantic_error("default values must be literals", expr.loc)
 
 
-def _array_type(items: list[T.AnyType], loc: Location) -> T.AnyType:
+def _array_type(items: list[T.AnyType], loc: Location,
+                common_type: Callable[[T.AnyType, T.AnyType], T.AnyType | None] = T.common_type) -> T.AnyType:
     if not items:
         return T.EMPTY_ARRAY
     common = items[0]
     for item in items[1:]:
-        joined = T.common_type(common, item)
+        joined = common_type(common, item)
         if joined is None:
             raise type_error(f"array items have no common type: {common} and {item}", loc)
         common = joined
@@ -153,9 +155,9 @@ class _BodyChecker:
     """Types the assignments of one fragment body or of the graph body."""
 
     def __init__(self, fragments: Mapping[str, ast.Fragment], fragment: ast.Fragment | None,
-                 operators: bool = True, deviations: Deviations = STRICT):
+                 operators: bool = True, deviations: Deviations = STRICT, typing: T.Typing | None = None):
         self.fragments, self.fragment, self.operators = fragments, fragment, operators
-        self.deviations = deviations
+        self.deviations, self.typing = deviations, typing
         self.scope: dict[str, T.AnyType] = {}
         self.generic = fragment.generic if fragment is not None else False
 
@@ -175,7 +177,7 @@ class _BodyChecker:
                     raise semantic_error(f"'{name}' is assigned more than once", loc)
                 if name in results:
                     declared = results[name].type
-                    if not T.can_cast(bound, declared):
+                    if not self.can_cast(bound, declared):
                         raise type_error(f"result '{name}' is declared {declared} but assigned {bound}", loc)
                     bound = declared
                 assigned.add(name)
@@ -276,6 +278,15 @@ class _BodyChecker:
         else:
             raise semantic_error("the left-hand side must be identifiers, arrays or tuples of them", lhs.loc)
 
+    def can_cast(self, source: T.AnyType, target: T.AnyType) -> bool:
+        return T.can_cast(source, target) or (self.typing is not None and self.typing.can_cast(source, target))
+
+    def common_type(self, a: T.AnyType, b: T.AnyType) -> T.AnyType | None:
+        common = T.common_type(a, b)
+        if common is not None or self.typing is None:
+            return common
+        return b if self.typing.can_cast(a, b) else a if self.typing.can_cast(b, a) else None
+
     # -- expressions --
     def type_of(self, expr: ast.Expr, top: bool = False) -> T.AnyType:
         method = getattr(self, "_" + type(expr).__name__)
@@ -294,8 +305,8 @@ class _BodyChecker:
             return ast.ArrayType(ast.PrimitiveType(expr.items.kind))
         if type(expr.items) is ast.NameItems:  # each distinct name typed once, at its first item
             return _array_type([self.type_of(expr.items[index]) for index in expr.items.first_places().values()],
-                               expr.loc)
-        return _array_type([self.type_of(item) for item in expr.items], expr.loc)
+                               expr.loc, self.common_type)
+        return _array_type([self.type_of(item) for item in expr.items], expr.loc, self.common_type)
 
     def _TupleExpr(self, expr: ast.TupleExpr) -> T.AnyType:
         return ast.TupleType(tuple(self.type_of(item) for item in expr.items))
@@ -340,7 +351,7 @@ class _BodyChecker:
         if condition != T.LOGICAL:
             raise type_error(f"the condition of 'if' must be logical, not {condition}", expr.condition.loc)
         then, otherwise = self.type_of(expr.then), self.type_of(expr.otherwise)
-        common = T.common_type(then, otherwise)
+        common = self.common_type(then, otherwise)
         if common is None:
             raise type_error(f"the branches of 'if' have no common type: {then} and {otherwise}", expr.loc)
         return common
@@ -422,12 +433,12 @@ class _BodyChecker:
             self.deviations.bend("erf", "undefined operation 'erf'", loc)
         bound = bind_arguments(fragment, args, loc, self.deviations,
                                lambda arg: isinstance(arg, ast.PrimitiveType) and arg.name != "string")
-        value = resolve_generic(fragment, bound, generic, loc, self.generic)
+        value = resolve_generic(fragment, bound, generic, loc, self.generic, self.typing)
         for param in fragment.params:
             if param.name in bound:
                 arg_type, arg_loc = bound[param.name]
                 expected = T.substitute(param.type, value)
-                if not T.can_cast(arg_type, expected):
+                if not self.can_cast(arg_type, expected):
                     message = f"argument '{param.name}' of '{name}' must be {expected}, found {arg_type}"
                     if _tensor_for_attribute(arg_type, expected):
                         self.deviations.bend("tensor-attribute", message, arg_loc, NNEFTypeError)
@@ -495,8 +506,9 @@ def _identifiers(lhs: ast.Expr) -> list[ast.Identifier]:
 
 
 def resolve_generic(fragment: ast.Fragment, bound: dict, explicit: ast.PrimitiveType | None, loc: Location,
-                    inside_generic: bool) -> ast.PrimitiveType | None:
-    """The type that replaces '?' in a generic fragment: explicit, deduced from the arguments, or the default."""
+                    inside_generic: bool, typing: T.Typing | None = None) -> ast.PrimitiveType | None:
+    """The type that replaces '?' in a generic fragment: explicit, deduced from the arguments, or the default
+    (where the arguments deduce several, the one a dialect's `typing` chooses, if any)."""
     if not fragment.generic:
         if explicit is not None:
             raise semantic_error(f"'{fragment.name}' is not generic and takes no <{explicit}>", loc)
@@ -513,6 +525,9 @@ def resolve_generic(fragment: ast.Fragment, bound: dict, explicit: ast.Primitive
     if len(found) == 1:
         return ast.PrimitiveType(found.pop())
     if len(found) > 1:
+        chosen = typing.generic(found) if typing is not None else None
+        if chosen is not None:
+            return ast.PrimitiveType(chosen)
         raise type_error(f"the generic type of '{fragment.name}' is ambiguous: {' or '.join(sorted(found))}", loc)
     if fragment.generic_default is not None:
         return fragment.generic_default

@@ -90,6 +90,7 @@ def op_deviation(name: str, shapes: list[Any], attribs: dict[str, Any]) -> tuple
 
 def lenient_shape(rule: str) -> Any:
     """The shape rule of an operation read with the deviation `rule` (split-zero-ratio, matmul-1d)."""
+    # lazy: a shape facet loads with the op table, on first lookup (ops.registry.FACETS), not with ir/
     from nnef_torch.ops.shapes_tensor import matmul_numpy, split_with_empty
     return {"split-zero-ratio": split_with_empty, "matmul-1d": matmul_numpy}[rule]
 

@@ -107,6 +107,9 @@ class Graph:
     custom_fragments: tuple[Any, ...] = ()  # ast.Fragment declarations of document ops kept atomic
     quantization: dict[str, Any] = field(default_factory=dict)  # tensor name -> QuantSpec (from graph.quant)
     deviations: tuple[str, ...] = ()  # rules of nnef_torch.ir.deviations a lenient reading met, in order met
+    # the dialect whose op table its operations are looked up in (`registry.entry(name, dialect=...)`), chosen by
+    # the document's extension lines (`extension tract_registry tract_core;`); None: the standard table
+    dialect: str | None = None
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -17,13 +17,14 @@ from nnef_torch.format.lexer import MAX_INTEGER
 from nnef_torch.gc_pause import gc_paused
 from nnef_torch.ir import evaluate
 from nnef_torch.ir import types as T
-from nnef_torch.ir.checker import BINARY_FRAGMENTS, UNARY_FRAGMENTS, bind_arguments, resolve_generic
+from nnef_torch.ir.checker import BINARY_FRAGMENTS, UNARY_FRAGMENTS, bind_arguments, check_document, resolve_generic
 from nnef_torch.ir.deviations import ERF, STRICT, Deviations, constant_value, lenient_shape, op_deviation
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Tensor, Update, Variable
 from nnef_torch.ir.limits import MAX_RESULTS
 from nnef_torch.ir.producers import Producers
 from nnef_torch.ir.values import as_tensor, is_tensor_value, literal_dtype, plain, type_of
 from nnef_torch.ops import registry
+from nnef_torch.stdlib import standard_fragments
 
 Atomic = Collection[str] | Callable[[str], bool] | None
 Dialect = tuple[Mapping[str, ast.Fragment], Mapping[str, Callable[..., Any]]]  # declarations, relaxed std ops
@@ -41,6 +42,8 @@ class Lowerer:
                  deviations: Deviations = STRICT, constants: Constants = None):
         self.fragments = fragments
         self.relaxed: Mapping[str, Callable[..., Any]] = {}  # a dialect's rules for standard ops (dialects)
+        self.dialect: str | None = None  # the op table looked up: a dialect's (`registry.dialect_of`), or standard
+        self.typing: T.Typing | None = None  # the dialect's reading of types and attributes (`registry.typing_of`)
         self.deviations, self.constants = deviations, constants
         if atomic is None:
             self.is_atomic = lambda name: name in standard
@@ -163,7 +166,8 @@ class Lowerer:
         outputs = tuple(final(env[name]).name for name in doc.graph.results)
         signature = Signature(tuple(externals), tuple(variables), tuple(updates), outputs)
         custom = tuple(fragment for fragment in doc.fragments if fragment.body is None or self.is_atomic(fragment.name))
-        return Graph(doc.graph.name, doc.version, doc.extensions, tensors, operations, signature, custom)
+        return Graph(doc.graph.name, doc.version, doc.extensions, tensors, operations, signature, custom,
+                     dialect=self.dialect)
 
     @staticmethod
     def _update(op: Operation, variables: set[str], updated: set[str]) -> Update:
@@ -316,6 +320,8 @@ class Lowerer:
         for param in fragment.params:
             if param.name in bound:
                 value, arg_loc = bound[param.name]
+                if self.typing is not None and not T.contains_tensor(param.type):  # an attribute, as it reads it
+                    value = self.typing.attribute(self, value, param, name, arg_loc)
                 if isinstance(value, Ref) and not T.contains_tensor(param.type):
                     value = constant_value(self.producers, self.constants, value, param, name, arg_loc)
                 elif isinstance(param.type, ast.ArrayType) and isinstance(value, (bool, int, float, str)):
@@ -324,7 +330,7 @@ class Lowerer:
             else:
                 values[param.name] = self.evaluate(param.default, {}, None)
         # a dialect op written as other ops, or a standard op as a dialect reads it (nnef_torch.formats.dialects)
-        rule = self.relaxed.get(name) or registry.lowering_rule_of(name)
+        rule = self.relaxed.get(name) or registry.lowering_rule_of(name, self.dialect)
         if rule is not None:
             return rule(self, {key: plain(value) for key, value in values.items()}, value_type, loc, hint)
         if fragment.body is None or self.is_atomic(name):
@@ -450,7 +456,7 @@ class Lowerer:
         None when they cannot be known."""
         rule = self.custom_shapes.get(fragment.name) or (lenient_shape(lenient_rule) if lenient_rule else None)
         if rule is None:
-            entry = registry.entry(fragment.name)
+            entry = registry.entry(fragment.name, dialect=self.dialect)
             rule = entry.shape if entry is not None else None
         if rule is None:
             return None
@@ -535,7 +541,7 @@ def _check_label(variable: Variable, labels: dict[str, Variable], loc: Location 
 def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[str, Callable[..., Any]] | None = None,
           input_shapes: Mapping[str, Any] | None = None, text: str | None = None, batch_size: int | None = None,
           batch_axes: Mapping[str, int | None] | None = None, lenient: bool = False,
-          constants: Constants = None, dialect: Dialect | None = None) -> Graph:
+          constants: Constants = None, dialect: Dialect | None = None, source_length: int = 0) -> Graph:
     """Check `doc` and flatten it into an IR graph.
 
     atomic: which operations stay whole (names, or a predicate); by default the standard operations. Fragments
@@ -543,15 +549,16 @@ def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[st
     `nnef_torch.ops.registry.shape_rule`). input_shapes: replaces the shapes of `external`s by graph input name.
     batch_size: the extent of the batch axis of every `external` that `input_shapes` does not name; that axis is
     0, or the one `batch_axes` gives by input name (None: the input has no batch axis).
-    text: the source, for error messages with the offending line. lenient: read what real producers write
+    text: the source, for error messages with the offending line (source_length: its length, for a document
+    held without its text, which bounds the arrays the document may compute). lenient: read what real producers write
     against the spec (`nnef_torch.ir.deviations`), with an `NNEFDeviationWarning` each; else each is an error.
     constants: the data of a variable, for a constant tensor passed as an attribute (a lenient reading).
     dialect: the fragment declarations a dialect adds and its lowering rules of standard ops (`reader.read_graph`
-    gets them from `nnef_torch.formats.dialects.apply_dialects`); None for standard NNEF.
+    gets them from `nnef_torch.formats.dialects.apply_dialects`); None for standard NNEF. The op table the
+    operations are looked up in is chosen by the document's extension lines (`registry.dialect_of`), and the
+    graph records it (`Graph.dialect`): a standard document never sees a dialect's ops; so is the dialect's reading
+    of types and attributes, if it has one (`registry.typing_of`, used by the checker and the lowerer).
     """
-    from nnef_torch.ir.checker import check_document
-    from nnef_torch.stdlib import standard_fragments
-
     standard = standard_fragments()
     deviations = Deviations(lenient)
     try:
@@ -570,16 +577,18 @@ def lower(doc: ast.Document, *, atomic: Atomic = None, custom_shapes: Mapping[st
             fragments[fragment.name] = fragment
         if lenient and "erf" not in fragments:
             fragments["erf"] = ERF
-        check_document(doc, fragments, deviations)
+        dialect_name = registry.dialect_of(doc.extensions)
+        typing = registry.typing_of(dialect_name)
+        check_document(doc, fragments, deviations, typing)
         check_batch(batch_size, batch_axes)
         redefined = {name for name in redefined if fragments[name].body is not None}
         lowerer = Lowerer(fragments, frozenset(standard) - redefined, atomic, custom_shapes, input_shapes,
                           batch_size, batch_axes, deviations, constants)
-        lowerer.relaxed = relaxed
+        lowerer.relaxed, lowerer.dialect, lowerer.typing = relaxed, dialect_name, typing
         if redefined:  # the document's definition is expanded, whatever the caller keeps whole
             keep = lowerer.is_atomic
             lowerer.is_atomic = lambda name: name not in redefined and keep(name)
-        graph = lowerer.lower_graph(doc, len(text) if text is not None else 0)
+        graph = lowerer.lower_graph(doc, len(text) if text is not None else source_length)
         return dataclasses.replace(graph, deviations=deviations.rules()) if deviations.found else graph
     except NNEFError as error:
         raise error.with_source(text, doc.loc.file) from None

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from nnef_torch.format.ast import ArrayType, PrimitiveType, TensorType, TupleType, Type
+from nnef_torch.errors import Location
+from nnef_torch.format.ast import ArrayType, Param, PrimitiveType, TensorType, TupleType, Type
 
 INTEGER, SCALAR, LOGICAL, STRING, GENERIC = (PrimitiveType(name) for name in ("integer", "scalar", "logical",
                                                                               "string", "?"))
@@ -125,6 +127,23 @@ def deduce(param: AnyType, arg: AnyType, found: set[str]) -> None:
     elif isinstance(param, TupleType) and isinstance(arg, TupleType) and len(param.items) == len(arg.items):
         for p, a in zip(param.items, arg.items):
             deduce(p, a, found)
+
+
+class Typing(Protocol):
+    """A dialect's reading of types where the spec's is static: a dialect whose producer types values when it runs
+    (tract: an integer and a scalar are one kind of number, an attribute may be a tensor whose value is known when
+    the model is built) registers one (`registry.dialect_typing`). The checker asks it before refusing a cast and
+    when the arguments of a generic operation disagree; the lowerer hands it each attribute argument and passes on
+    what it returns (a tensor given for an attribute: its value). A standard document has none."""
+
+    def can_cast(self, source: AnyType, target: AnyType) -> bool:
+        """Whether `source` is read where `target` is declared (called where `can_cast` says no)."""
+
+    def generic(self, found: set[str]) -> str | None:
+        """The type of `?` when the arguments deduce several (`found`), or None: the spec's error."""
+
+    def attribute(self, lowerer: Any, value: Any, param: Param, op: str, loc: Location) -> Any:
+        """The value of attribute `param` of `op`, given `value` (which may hold tensors of the lowerer)."""
 
 
 def tensor_dtype(type_: AnyType) -> str | None:

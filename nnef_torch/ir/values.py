@@ -19,6 +19,18 @@ class TensorLiteral:
     value: Any
 
 
+@dataclass(frozen=True)
+class Extent:
+    """An integer that is a symbolic extent (`S`, `4*S`), for a document that declares its symbols (tract's
+    `extension tract_symbol S;`): written as the expression, its value at the example inputs used for shapes."""
+
+    expr: str
+    value: int
+
+    def __repr__(self) -> str:
+        return f"Extent({self.expr!r}={self.value})"
+
+
 def is_tensor_value(value: Any) -> bool:
     return isinstance(value, (Ref, TensorLiteral))
 
@@ -33,7 +45,8 @@ def as_tensor(value: Any) -> Any:
 
 
 def plain(value: Any) -> Any:
-    if isinstance(value, TensorLiteral):
+    """`value` with each `TensorLiteral` as its literal and each `Extent` as its value at the example inputs."""
+    if isinstance(value, (TensorLiteral, Extent)):
         return value.value
     if isinstance(value, list):
         return [plain(item) for item in value]

@@ -8,6 +8,12 @@ operator they read; each has exactly one rule.
 The table is assembled in one place, `FACETS`: the modules that add each facet, imported the first time that facet
 is looked up (so that reading a graph never imports torch, and exporting never imports a front end). Every lookup
 goes through the functions of this module.
+
+A dialect (`DIALECTS`: tract_core) has a table of its own layered on the standard one: a lookup in it finds the
+dialect's entries first, then the standard ones, and the standard table never sees a dialect's ops. A document
+chooses its table by its `extension` lines (`dialect_of`); the decorators of a dialect's modules name it
+(`@shape_rule("tract_core_erf", dialect="tract_core")`), and so do the lookups (`entry(name, dialect=...)`,
+with the `dialect` an IR graph records).
 """
 from __future__ import annotations
 
@@ -54,7 +60,23 @@ _IMPORTS: dict[str, dict[str, tuple[OpEntry, ImportRule]]] = {}  # format -> ope
 _REFUSED: dict[str, dict[str, str]] = {}  # format -> operator -> why no NNEF form exists
 
 
-_TABLE: dict[str, OpEntry] = {}
+class _Table:
+    """The entries of one op table by NNEF name: the standard table, or a dialect's, whose lookups fall back on
+    the standard table (`base`) for the names it does not hold."""
+
+    def __init__(self, dialect: str | None, base: _Table | None = None):
+        self.dialect = dialect
+        self.base = base
+        self.own: dict[str, OpEntry] = {}
+
+    def get(self, name: str) -> OpEntry | None:
+        found = self.own.get(name)
+        return found if found is not None or self.base is None else self.base.get(name)
+
+    def entries(self) -> dict[str, OpEntry]:
+        """Every entry it sees, by name (its own over the standard ones)."""
+        return {**(self.base.entries() if self.base is not None else {}), **self.own}
+
 
 _OPS = "nnef_torch.ops."
 _RULES = "nnef_torch.exporter.rules."
@@ -77,9 +99,14 @@ FACETS: dict[str, tuple[str, ...]] = {
     "import:lightnet": tuple(_LIGHTNET + "rules." + family for family in ("detection", "nn", "tensor")) + (
         _LIGHTNET + "rules",),  # the package records the optypes it refuses
     "write:lightnet": (_LIGHTNET + "write_rules", _LIGHTNET + "write_rules_tensor"),
-    "dialect:tract_core": (_TRACT + "lowering", _TRACT + "ops", _TRACT + "scan"),
+    "dialect:tract_core": (_TRACT + "lowering", _TRACT + "ops", _TRACT + "scan", _TRACT + "by_value"),
 }
+# dialect -> the extension line that makes a document read with its table (its modules: FACETS["dialect:<name>"])
+DIALECTS: dict[str, tuple[str, ...]] = {"tract_core": ("tract_registry", "tract_core")}
 _LOADED: set[str] = set()
+_STANDARD = _Table(None)
+_DIALECTS = {dialect: _Table(dialect, _STANDARD) for dialect in DIALECTS}
+_TYPINGS: dict[str, Any] = {}  # dialect -> its reading of types (`dialect_typing`); the spec's where it has none
 
 
 def require(*facets: str) -> None:
@@ -91,33 +118,65 @@ def require(*facets: str) -> None:
                 importlib.import_module(module)
 
 
-def entry(name: str, *facets: str) -> OpEntry | None:
-    """The table's entry of NNEF op `name`, with its shape rule and the other `facets` ('torch', ...) loaded."""
-    require("shape", *facets)
-    return _TABLE.get(name)
+def _table(dialect: str | None) -> _Table:
+    if dialect is None:
+        return _STANDARD
+    table = _DIALECTS.get(dialect)
+    if table is None:
+        raise ValueError(f"no op table for dialect {dialect!r} (dialects: {', '.join(DIALECTS)})")
+    return table
 
 
-def _register(name: str, facet: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    op = _TABLE.setdefault(name, OpEntry(name))
+def _dialect_facet(dialect: str | None) -> tuple[str, ...]:
+    """The facet that adds `dialect`'s ops to its table (none for the standard table)."""
+    return ("dialect:" + dialect,) if dialect is not None else ()
+
+
+def dialect_of(extensions: tuple[str, ...] | list[str]) -> str | None:
+    """The dialect whose table a document reads with: the one whose extension line (`extension tract_registry
+    tract_core;`) is among the document's `extensions` (names in order); None for standard NNEF."""
+    names = list(extensions)
+    for dialect, line in DIALECTS.items():
+        if any(names[i:i + len(line)] == list(line) for i in range(len(names) - len(line) + 1)):
+            return dialect
+    return None
+
+
+def entry(name: str, *facets: str, dialect: str | None = None) -> OpEntry | None:
+    """The entry of NNEF op `name` in the standard table, or in `dialect`'s table (its own ops, then the standard
+    ones), with its shape rule and the other `facets` ('torch', ...) loaded."""
+    table = _table(dialect)
+    require("shape", *facets, *_dialect_facet(dialect))
+    return table.get(name)
+
+
+def _register(name: str, facet: str, fn: Callable[..., Any], dialect: str | None = None) -> OpEntry:
+    op = _table(dialect).own.setdefault(name, OpEntry(name))
     if getattr(op, facet) is not None:
-        raise RuntimeError(f"op {name!r} already has a {facet} rule ({getattr(op, facet).__qualname__})")
+        where = f" in the {dialect} table" if dialect is not None else ""
+        raise RuntimeError(f"op {name!r} already has a {facet} rule{where} ({getattr(op, facet).__qualname__})")
     setattr(op, facet, fn)
-    return fn
+    return op
 
 
-def shape_rule(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def shape_rule(name: str, *, dialect: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the shape rule of NNEF op `name`.
 
     The rule keeps the NNEF signature: tensor inputs positionally (a shape tuple each; a list of shapes for a
     tensor-array input; `()` for a literal), then the attributes as keywords with their NNEF names (a name that is
     a Python keyword gets a trailing underscore: selu's `lambda_`). It returns the
     result shape, a tuple of shapes for several results, or a list of shapes for an array result, and raises
-    `NNEFShapeError` (without location; the caller adds it) when argument validity fails.
+    `NNEFShapeError` (without location; the caller adds it) when argument validity fails. `dialect`: the op is
+    one of that dialect's (its table only).
     """
-    return lambda fn: _register(name, "shape", fn)
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _register(name, "shape", fn, dialect)
+        return fn
+    return register
 
 
-def torch_op(name: str, *, typed: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def torch_op(name: str, *, typed: bool = False, dialect: str | None = None
+             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the torch implementation of NNEF op `name`.
 
     The function keeps the NNEF signature like a shape rule, with tensors (or Python numbers where a literal was
@@ -125,37 +184,63 @@ def torch_op(name: str, *, typed: bool = False) -> Callable[[Callable[..., Any]]
     result. It must also trace: the importer calls it once per operation with `torch.fx.Proxy` inputs, so the
     attribute logic runs at load time and only torch calls reach the generated code. It may branch on attributes
     and on `torch_common.static_shape` / `static_dtype` of its inputs, never on tensor values. With `typed=True` it
-    also receives the operation's generic type as `dtype=`.
+    also receives the operation's generic type as `dtype=`. `dialect`: as `shape_rule`'s.
     """
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        _register(name, "torch", fn)
-        _TABLE[name].typed = typed
+        _register(name, "torch", fn, dialect).typed = typed
         return fn
     return register
 
 
-def lowering_rule(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register how the lowerer writes dialect op `name` as other operations (`nnef_torch.formats.dialects`): the rule
-    is called as `rule(lowerer, arguments, generic_type, location, hint)` and returns the op's result(s)."""
-    return lambda fn: _register(name, "lower", fn)
+def lowering_rule(name: str, *, dialect: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register how the lowerer writes op `name` of `dialect` as other operations (`nnef_torch.formats.dialects`):
+    the rule is called as `rule(lowerer, arguments, generic_type, location, hint)` and returns the op's result(s).
+    The standard table has none: the lowerer writes standard ops as they are."""
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _register(name, "lower", fn, dialect)
+        return fn
+    return register
 
 
-def lowering_rule_of(name: str) -> Callable[..., Any] | None:
-    """How the lowerer writes dialect op `name` (its dialect's ops are named `<dialect>_...`), if it is one."""
-    require(*(facet for facet in FACETS if facet.startswith("dialect:") and name.startswith(facet[8:] + "_")))
-    op = _TABLE.get(name)
+def lowering_rule_of(name: str, dialect: str | None) -> Callable[..., Any] | None:
+    """How the lowerer writes op `name` of a document read with `dialect`'s table, if that table has a rule for
+    it (None for a standard document)."""
+    if dialect is None:
+        return None
+    op = entry(name, dialect=dialect)
     return op.lower if op is not None else None
 
 
-def torch_module(name: str, *, state: tuple[str, ...] = ()) -> Callable[[type], type]:
+def dialect_typing(dialect: str) -> Callable[[type], type]:
+    """Register how documents read with `dialect`'s table are typed where the spec types them statically (a class
+    of `nnef_torch.ir.types.Typing`, made once): the checker and the lowerer of such a document ask it. A dialect
+    registers one at most; one that registers none is typed by the spec."""
+    def register(cls: type) -> type:
+        _table(dialect)  # a dialect of DIALECTS
+        if dialect in _TYPINGS:
+            raise RuntimeError(f"dialect {dialect!r} already has a typing ({type(_TYPINGS[dialect]).__qualname__})")
+        _TYPINGS[dialect] = cls()
+        return cls
+    return register
+
+
+def typing_of(dialect: str | None) -> Any:
+    """The reading of types of documents read with `dialect`'s table (`dialect_typing`), or None: the spec's."""
+    if dialect is None:
+        return None
+    _table(dialect)
+    require(*_dialect_facet(dialect))
+    return _TYPINGS.get(dialect)
+
+
+def torch_module(name: str, *, state: tuple[str, ...] = (), dialect: str | None = None) -> Callable[[type], type]:
     """Register the torch implementation of NNEF op `name` as an `nn.Module` class, for operations whose behaviour
     depends on the module's training mode (batch statistics, dropout): the importer makes one submodule per
     operation, constructed with the operation's attributes (NNEF names) and called with its tensor inputs. In eval
     mode it must compute what the op's NNEF definition says. `state`: the tensor inputs it updates in training (a
-    variable read there is a buffer of the imported module, not a Parameter)."""
+    variable read there is a buffer of the imported module, not a Parameter). `dialect`: as `shape_rule`'s."""
     def register(cls: type) -> type:
-        _register(name, "module", cls)
-        _TABLE[name].state = tuple(state)
+        _register(name, "module", cls, dialect).state = tuple(state)
         return cls
     return register
 
@@ -170,7 +255,7 @@ def export_rule(name: str, *aten_ops: str) -> Callable[[Callable[..., Any]], Cal
     `Unmappable` with a reason when these arguments have no exact NNEF form.
     """
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        op = _TABLE.setdefault(name, OpEntry(name))
+        op = _STANDARD.own.setdefault(name, OpEntry(name))
         for aten in aten_ops:
             if aten in _ATEN:
                 raise RuntimeError(f"{aten} already has an export rule ({_ATEN[aten].aten[aten].__qualname__})")
@@ -192,7 +277,7 @@ def import_rule(name: str, format: str, *operators: str, params: tuple[int, ...]
     reads (an argument read nowhere else is then no input of the graph).
     """
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        op = _TABLE.setdefault(name, OpEntry(name))
+        op = _STANDARD.own.setdefault(name, OpEntry(name))
         table = _IMPORTS.setdefault(format, {})
         for operator in operators:
             if operator in _REFUSED.get(format, {}):
@@ -228,7 +313,7 @@ def write_rule(name: str, format: str) -> Callable[[Callable[..., Any]], Callabl
     `import_rule`. It is called as `rule(writer, op)` with the back end's writer and the IR operation, and writes
     that format's operators for it (raising `Unmappable` with a reason where these arguments have no form there)."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        op = _TABLE.setdefault(name, OpEntry(name))
+        op = _STANDARD.own.setdefault(name, OpEntry(name))
         if format in op.writes:
             raise RuntimeError(f"op {name!r} already has a {format} write rule ({op.writes[format].__qualname__})")
         op.writes[format] = fn
@@ -239,7 +324,7 @@ def write_rule(name: str, format: str) -> Callable[[Callable[..., Any]], Callabl
 def write_rules(format: str) -> dict[str, Callable[..., Any]]:
     """Every NNEF operation a back end writes in `format`, with its rule."""
     require("write:" + format)
-    return {name: op.writes[format] for name, op in _TABLE.items() if format in op.writes}
+    return {name: op.writes[format] for name, op in _STANDARD.own.items() if format in op.writes}
 
 
 def import_rules(format: str) -> dict[str, ImportRule]:
@@ -260,11 +345,15 @@ def export_rules() -> dict[str, Callable[..., Any]]:
     return {aten: op.aten[aten] for aten, op in _ATEN.items()}
 
 
-def shape_rules() -> dict[str, Callable[..., Any]]:
-    require("shape")
-    return {name: op.shape for name, op in _TABLE.items() if op.shape is not None}
+def shape_rules(dialect: str | None = None) -> dict[str, Callable[..., Any]]:
+    """Every shape rule of the standard table, or of `dialect`'s (its own ops and the standard ones)."""
+    table = _table(dialect)
+    require("shape", *_dialect_facet(dialect))
+    return {name: op.shape for name, op in table.entries().items() if op.shape is not None}
 
 
-def torch_ops() -> dict[str, Callable[..., Any]]:
-    require("torch")
-    return {name: op.torch for name, op in _TABLE.items() if op.torch is not None}
+def torch_ops(dialect: str | None = None) -> dict[str, Callable[..., Any]]:
+    """Every torch implementation of the standard table, or of `dialect`'s."""
+    table = _table(dialect)
+    require("torch", *_dialect_facet(dialect))
+    return {name: op.torch for name, op in table.entries().items() if op.torch is not None}

@@ -36,6 +36,6 @@ __all__ += ["QuantExport"]
 def __getattr__(name: str) -> Any:
     """`QuantExport` lives with the exporter, which imports this package: it is looked up on first use."""
     if name == "QuantExport":
-        from nnef_torch.exporter.quantization import QuantExport
+        from nnef_torch.exporter.quantization import QuantExport  # cycle: exporter.quantization imports quant
         return QuantExport
     raise AttributeError(f"module 'nnef_torch.quant' has no attribute {name!r}")

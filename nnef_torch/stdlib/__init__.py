@@ -20,6 +20,7 @@ def stdlib_text() -> str:
 @lru_cache(maxsize=1)
 def standard_fragments() -> dict[str, ast.Fragment]:
     """Every standard operation by name (119 in NNEF 1.0.5), type-checked once."""
+    # up-edge kept: ir/ and format/quant_file import the library, which ir's checker checks here, on first use
     from nnef_torch.ir.checker import check_library
 
     fragments = parse_fragments(stdlib_text(), STDLIB_FILE)
@@ -30,6 +31,6 @@ def standard_fragments() -> dict[str, ast.Fragment]:
 
 def extension_fragments() -> dict[str, ast.Fragment]:
     """The project's extension library (extensions.nnef): each fragment by name, checked once."""
-    from nnef_torch.ir.builder import fragment_library
+    from nnef_torch.ir.builder import fragment_library  # cycle: ir.builder imports this module
     return fragment_library(__package__, EXTENSIONS_FILE)
 

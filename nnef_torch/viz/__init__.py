@@ -13,9 +13,12 @@ import os
 import warnings
 from typing import Any
 
+from nnef_torch import formats
 from nnef_torch.errors import NNEFOptionError
+from nnef_torch.format.container import write_file
 from nnef_torch.viz.dot import Highlight, dot_text
 from nnef_torch.viz.from_ir import scene_of
+from nnef_torch.viz.html import html_page
 from nnef_torch.viz.relayviz_read import parse_relayviz, read_relayviz, scene_from_relayviz
 from nnef_torch.viz.relayviz_write import format_relayviz, relayviz_document
 from nnef_torch.viz.render import GRAPHVIZ_HINT, RenderError, find_dot, render
@@ -72,7 +75,6 @@ def draw(source: Any, output: str | os.PathLike, *, example_inputs: Any = None, 
     if kind is None:
         raise NNEFOptionError(f"{path}: cannot tell what to write from the suffix; use one of "
                               f"{', '.join(sorted(OUTPUTS))}")
-    from nnef_torch.format.container import write_file
     if kind == "relayviz":
         document = relayviz(source, example_inputs=example_inputs, embed_weights=embed_weights, **options)
         write_file(path, format_relayviz(document).encode())
@@ -94,7 +96,6 @@ def draw(source: Any, output: str | os.PathLike, *, example_inputs: Any = None, 
         raise RenderError(f"Graphviz's dot is not on the PATH, so {path} was not written; the graph is in "
                           f"{fallback} instead. {GRAPHVIZ_HINT}")
     if kind == "html":
-        from nnef_torch.viz.html import html_page
         svg = render(dot, None, "svg")
         write_file(path, html_page(drawn, svg, title=drawn.name).encode())
         return path
@@ -110,7 +111,6 @@ def _relayviz_source(source: Any) -> dict | None:
         head = handle.read(4096)
     if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
         return None
-    from nnef_torch import formats
     if formats.detect(source)[0] != "relayviz":
         return None
     return read_relayviz(source)

@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from nnef_torch.ir.builder import default_value
+from nnef_torch.stdlib import standard_fragments
+
 LIST_ITEMS = 8  # a longer list shows its first items and its length
 VALUE_CHARS = 48  # a longer value is cut
 
 
 @lru_cache(maxsize=1)
 def _standard_defaults() -> dict[str, dict[str, Any]]:
-    from nnef_torch.ir.builder import default_value
-    from nnef_torch.stdlib import standard_fragments
-
     return {name: {param.name: default_value(param.default) for param in fragment.params
                    if param.default is not None}
             for name, fragment in standard_fragments().items()}

@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 
 from nnef_torch.errors import NNEFOptionError, NNEFUnsupportedError
+from nnef_torch.format.container import write_file
 from nnef_torch.format.lexer import MAX_INTEGER
 from nnef_torch.format.tensor_file import TensorData
 from nnef_torch.ir.graph import Graph, Operation, Ref
+from nnef_torch.viz.relayviz_read import check_relayviz
 
 DTYPES = {"scalar": "float32", "integer": "int64", "logical": "bool"}  # NNEF type -> RelayViz dtype
 UNKNOWN_DTYPE = "unknown"
@@ -43,7 +45,6 @@ def format_relayviz(document: Mapping[str, Any]) -> str:
     """The JSON text of a document: the root's fields and then one node per line. The document is checked first
     (`check_relayviz`: ForeignFormatError naming the JSON path of what is wrong), so that what is written is
     RelayViz that read_relayviz reads back: finite numbers, integers within 64 bits, no value of another type."""
-    from nnef_torch.viz.relayviz_read import check_relayviz
     check_relayviz(document)
 
     def dump(value: Any) -> str:
@@ -56,7 +57,6 @@ def format_relayviz(document: Mapping[str, Any]) -> str:
 
 def write_relayviz(graph: Graph, path: str | os.PathLike, tensors: Mapping[str, Any] | None = None) -> None:
     """Write the RelayViz document of `graph` to `path` (UTF-8), atomically."""
-    from nnef_torch.format.container import write_file
     write_file(path, format_relayviz(relayviz_document(graph, tensors)).encode("utf-8"))
 
 

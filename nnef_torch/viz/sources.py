@@ -11,9 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import nnef_torch
 from nnef_torch.errors import NNEFOptionError
+from nnef_torch.format.graph_file import GraphFile
+from nnef_torch.ir.document import graph_document
 from nnef_torch.ir.graph import Graph
-from nnef_torch.reader import ModelData, read_graph, read_model
+from nnef_torch.reader import ModelData, read_document, read_model
 
 
 @dataclass(frozen=True)
@@ -38,10 +41,11 @@ def open_drawable(source: Any, *, example_inputs: Any = None, weights: bool = Fa
         return Drawable(model.graph, _model_data_tensors(model) if weights else None)
     import torch
 
+    # lazy: keeps torch out of drawing files
     from nnef_torch.exporter.model import Model
     from nnef_torch.importer.module import NNEFModule, tensor_at
+    from nnef_torch.importer.relower import module_graph
     if isinstance(source, NNEFModule):
-        from nnef_torch.importer.relower import module_graph
         info = source.nnef
         graph = module_graph(source, "viz", quant=True)  # with the options it was loaded with (batch, shapes, ...)
         tensors = {slot.label: tensor_at(source, slot.path) for slot in info.slots.values()} if weights else None
@@ -49,10 +53,10 @@ def open_drawable(source: Any, *, example_inputs: Any = None, weights: bool = Fa
     if isinstance(source, torch.nn.Module):
         if example_inputs is None:
             raise NNEFOptionError("drawing a torch module traces it: give example_inputs= (a tensor or a tuple)")
-        import nnef_torch
         source = nnef_torch.export(source, example_inputs)
     if isinstance(source, Model):
-        graph = read_graph(source.text, quant_text=source.quant_text)
+        document = GraphFile(source.text, document=graph_document(source.graph, source.fragments))
+        graph = read_document(document, quant_text=source.quant_text)  # its fragments expanded, without parsing
         return Drawable(graph, dict(source.tensors) if weights else None)
     raise TypeError(f"cannot draw a {type(source).__name__}: expected a model path, an nn.Module (with "
                     "example_inputs=), an NNEFModule, an exported Model, a ModelData or an IR Graph")

@@ -43,7 +43,8 @@ WRITERS: dict[str, Writer] = {
 }
 FORMATS = tuple(WRITERS)
 DEFAULT = "nnef"
-TRACE_OPTIONS = ("quantization", "dynamic_batch")  # how a torch module is traced (writers that take them declare so)
+# how a torch module is traced (writers that take them declare so)
+TRACE_OPTIONS = ("quantization", "dynamic_batch", "dynamic_shapes")
 
 
 def writer_for(path: str | os.PathLike, format: str | None = None) -> Writer:
@@ -71,7 +72,8 @@ def check_options(writer: Writer, given: dict[str, Any]) -> dict[str, Any]:
 def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any = None, *,
          quantization: Any = None, compress: bool | None = None, progress: bool | None = None,
          format: str | None = None, weights: str | None = None, dialect: str | None = None,
-         dynamic_batch: bool | int | Sequence[int | None] = False) -> None:
+         dynamic_batch: bool | int | Sequence[int | None] = False, dynamic_shapes: Any = None,
+         target: str | None = None) -> None:
     """Write `module` to `path`, atomically.
 
     format: 'nnef' (a folder, or a .tgz/.tar.gz/.tar archive) or 'lightnet' (LightNet's JSON IR, with its weights
@@ -91,16 +93,24 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
     `external`s (see `nnef_torch.export`); such a model loads at any batch size with `nnef_torch.load(path,
     batch_size=N)`.
 
+    dynamic_shapes (NNEF, traced modules): symbolic extents as `torch.export.export` takes them (a
+    `torch.export.Dim` per dynamic axis); the graph reads at any value of them (see `nnef_torch.export`).
+
+    target (NNEF): 'standard' (the default) or 'tract': the file tract reads, with the symbols of `dynamic_shapes`
+    declared (`extension tract_symbol S;`) and the inputs declared with them; for a module read from a tract_core
+    document, its document in tract's form (as `dialect='tract_core'`).
+
     dialect (NNEF, imported modules): 'tract_core' writes a module read from a tract_core document in tract's
     form; by default such a module is written as standard NNEF (README, "Dialects read").
     """
-    from nnef_torch.writers.source import source_of
+    from nnef_torch.writers.source import source_of  # lazy: keeps torch out of reading (the CLI imports writers)
     writer = writer_for(path, format)
     options = check_options(writer, {"compress": compress, "progress": progress, "weights": weights,
-                                     "dialect": dialect, "quantization": quantization,
-                                     "dynamic_batch": dynamic_batch if dynamic_batch is not False else None})
+                                     "dialect": dialect, "target": target, "quantization": quantization,
+                                     "dynamic_batch": dynamic_batch if dynamic_batch is not False else None,
+                                     "dynamic_shapes": dynamic_shapes})
     trace = {key: options.pop(key) for key in TRACE_OPTIONS if key in options}
-    source = source_of(module, example_inputs, dialect=options.get("dialect"), **trace)
+    source = source_of(module, example_inputs, dialect=options.get("dialect"), target=options.get("target"), **trace)
     writer.load().write(source, path, **options)
 
 

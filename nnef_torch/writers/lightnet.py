@@ -8,9 +8,14 @@ has no quantization: graph.quant entries are not written.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
-from nnef_torch.formats.lightnet.write import LightNetModel, lightnet_graph, lightnet_rules, save_lightnet
+from nnef_torch.format.graph_file import GraphFile
+from nnef_torch.formats.lightnet.write import LightNetModel, lightnet_rules, save_lightnet
 from nnef_torch.importer.relower import module_graph
+from nnef_torch.ir.graph import Graph
+from nnef_torch.reader import read_document
 from nnef_torch.writers.source import Source
 
 OPTIONS = ("weights", "progress")  # progress: accepted for a uniform call; LightNet writes two files at once
@@ -23,8 +28,16 @@ def write(source: Source, path: str | os.PathLike, *, weights: str | None = None
         graph = module_graph(source.imported, "lightnet", lambda name: name in rules)
     elif source.opened is not None:
         opened = source.opened
-        graph = lightnet_graph(opened.graph_text, file=opened.graph_file,
-                               input_shapes=opened.options.shapes if opened.format == "nnef" else None)
+        shapes = opened.options.shapes if opened.format == "nnef" else None
+        graph = lightnet_graph(opened.document, input_shapes=shapes)
     else:
-        graph = lightnet_graph(source.model.text)
+        graph = lightnet_graph(GraphFile(source.model.text))
     return save_lightnet(path, graph, source.value, weights=weights or "file", located=source.located)
+
+
+def lightnet_graph(document: GraphFile, *, input_shapes: Mapping[str, Any] | None = None) -> Graph:
+    """The IR of a graph.nnef for the LightNet back end: compound operations stay whole where a LightNet rule
+    writes them and are expanded into their definitions otherwise (the fragments of the exporter and of the front
+    ends included). graph.quant is not read: LightNet has no quantization."""
+    rules = lightnet_rules()
+    return read_document(document, atomic=lambda name: name in rules, input_shapes=input_shapes)

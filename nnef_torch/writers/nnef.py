@@ -20,31 +20,38 @@ import numpy as np
 from nnef_torch.errors import NNEFOptionError
 from nnef_torch.format import container, tensor_file
 from nnef_torch.format.quant_file import QuantSpec, print_quantization
+from nnef_torch.formats.tract_core import declarations, is_dialect
 from nnef_torch.importer.module import NNEFModule, tensor_at
 from nnef_torch.importer.relower import module_graph
 from nnef_torch.importer.weights import Storage, encode
 from nnef_torch.ir.document import graph_text
-from nnef_torch.reader import member_path
 from nnef_torch.stdlib import standard_fragments
+from nnef_torch.writers.normalize import standard_graph
 from nnef_torch.writers.source import Source
 
-OPTIONS = ("compress", "progress", "dialect", "quantization", "dynamic_batch")
+OPTIONS = ("compress", "progress", "dialect", "target", "quantization", "dynamic_batch", "dynamic_shapes")
+TARGETS = ("standard", "tract")
 Encoded = Iterator[tuple[str, Callable[[], bytes]]]
 
 
 def write(source: Source, path: str | os.PathLike, *, compress: bool | None = None, progress: bool | None = None,
-          dialect: str | None = None) -> None:
-    if source.model is not None:
+          dialect: str | None = None, target: str | None = None) -> None:
+    if target is not None and target not in TARGETS:
+        raise NNEFOptionError(f"target must be one of {', '.join(map(repr, TARGETS))}, not {target!r}")
+    if source.model is not None:  # traced for its target (`source_of`)
         source.model.save(path, compress=compress, progress=progress)
         return
+    if target == "tract":
+        if dialect not in (None, "tract_core"):
+            raise NNEFOptionError(f"target='tract' writes tract's dialect; dialect={dialect!r} contradicts it")
+        dialect = "tract_core" if is_dialect(source.imported.nnef.graph.extensions) else None
     module = source.imported
     assert module is not None
     info = module.nnef
     specs = current_quantization(module)
     tensors: Encoded = _tensors(module, specs, progress)
-    from nnef_torch.formats.tract_core import declarations, is_dialect
     if is_dialect(info.graph.extensions):
-        from nnef_torch.formats.tract_core.document import document
+        from nnef_torch.formats.tract_core.document import document  # lazy: the dialect's writer loads when used
         standard, dialect_ops = standard_fragments(), declarations()
         graph = module_graph(module, "tract_core", lambda name: name in standard or name in dialect_ops)
         text, data = document(graph, dialect)
@@ -56,11 +63,9 @@ def write(source: Source, path: str | os.PathLike, *, compress: bool | None = No
                               "('extension tract_registry tract_core;'); this one is standard NNEF")
     text = info.graph_text
     if info.deviations:  # read leniently: written as standard NNEF (README, "Deviations read")
-        from nnef_torch.writers.normalize import standard_graph
         standard = standard_fragments()
-        file = member_path(info.source, "graph.nnef") if info.source else "graph.nnef"
         graph, fragments, library = standard_graph(module_graph(module, "standard", lambda name: name in standard),
-                                                   info.graph_text, file)
+                                                   info.document)
         text = graph_text(graph, fragments, library)
         labels = {variable.key for variable in graph.signature.variables}
         tensors = ((label, encoded) for label, encoded in tensors if label.lower() in labels)

@@ -18,23 +18,21 @@ import dataclasses
 from typing import Any
 
 from nnef_torch.errors import NNEFUnsupportedError
+from nnef_torch.format.graph_file import GraphFile
 from nnef_torch.ir.builder import Builder
 from nnef_torch.ir.graph import Graph, Operation, Ref
-from nnef_torch.stdlib import standard_fragments
+from nnef_torch.stdlib import extension_fragments, standard_fragments
 
 
-def standard_graph(graph: Graph, text: str, file: str) -> tuple[Graph, list[str], dict[str, Any]]:
+def standard_graph(graph: Graph, document: GraphFile) -> tuple[Graph, list[str], dict[str, Any]]:
     """`graph` (a leniently read document's, lowered with the standard operations kept whole: see
     `writers.source.module_graph`) in standard operations, the fragments its text must define (the document's
-    declarations of operations without a body, then the library's, in order), and their definitions. `text` is
-    the document (`file` in messages)."""
-    from nnef_torch.format.parser import parse_document
-    from nnef_torch.stdlib import extension_fragments
-
+    declarations of operations without a body, then the library's, in order), and their definitions. `document`
+    is the module's graph.nnef (parsed once, kept by the module)."""
     standard = standard_fragments()
     graph = _without_empty_chunks(_live(graph))
     declared = {op.name for op in graph.operations if op.name not in standard and op.name != "erf"}
-    custom = [fragment for fragment in parse_document(text, file).fragments if fragment.name in declared]
+    custom = [fragment for fragment in document.document.fragments if fragment.name in declared]
     library = {"erf_rational": extension_fragments()["erf_rational"],
                **{fragment.name: fragment for fragment in custom}}
     b = Builder(library, reserved=list(graph.tensors))

@@ -13,10 +13,12 @@ from typing import Any
 import torch
 
 from nnef_torch.errors import ExportError, NNEFError, NNEFOptionError
+from nnef_torch.exporter.trace import unwrap
 from nnef_torch.format.quant_file import QuantSpec
 from nnef_torch.importer.module import NNEFModule, tensor_at
+from nnef_torch.importer.weights import to_tensor
 from nnef_torch.ir.graph import Variable
-from nnef_torch.reader import ModelSource, read_graph
+from nnef_torch.reader import ModelSource, read_document
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,6 @@ class Source:
         if self.imported is not None:
             return tensor_at(self.imported, self.imported.nnef.slots[variable.key].path)
         if self.opened is not None:  # quantized codes read through their graph.quant entries
-            from nnef_torch.importer.weights import to_tensor
             data = self.opened.read_variable(variable)
             return to_tensor(data, self.quantization.get(variable.name), name=variable.name,
                              file=self.opened.tensor_path(variable.label))[0]
@@ -49,17 +50,20 @@ def opened_source(source: ModelSource) -> Source:
     """The `Source` of a model opened from disk, with its graph.quant entries (NNEF models)."""
     specs: Mapping[str, QuantSpec] = {}
     if source.quant_text is not None and source.files is not None:
-        specs = read_graph(source.graph_text, file=source.graph_file, quant_text=source.quant_text,
-                           quant_file=source.quant_file, input_shapes=source.options.shapes).quantization
+        specs = read_document(source.document, quant_text=source.quant_text, quant_file=source.quant_file,
+                              input_shapes=source.options.shapes).quantization
     return Source(opened=source, quantization=specs)
 
 
 def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantization: Any = None,
-              dynamic_batch: bool | int | Sequence[int | None] | None = None, dialect: str | None = None) -> Source:
+              dynamic_batch: bool | int | Sequence[int | None] | None = None, dialect: str | None = None,
+              dynamic_shapes: Any = None, target: str | None = None) -> Source:
     """The `Source` of `module` (DistributedDataParallel and torch.compile wrappers unwrapped)."""
-    from nnef_torch.exporter.trace import unwrap
     module = unwrap(module)
     if isinstance(module, NNEFModule):
+        if dynamic_shapes is not None:
+            raise NNEFOptionError("dynamic_shapes= applies when exporting a torch module; an imported module saves "
+                                  "the graph it was loaded from, at the shapes it declares")
         if dynamic_batch is not None:
             raise NNEFOptionError("dynamic_batch= applies when exporting a torch module; an imported module saves "
                                   "the graph text it was loaded from: load it with batch_size= to run another batch "
@@ -67,6 +71,7 @@ def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantizati
         if quantization is not None:
             raise NNEFOptionError("quantization= applies when exporting a torch module; an imported module saves "
                                   "the graph.quant it was loaded with")
+        module.nnef.check_bound("saving")
         for slot in module.nnef.slots.values():
             if tensor_at(module, slot.path).is_meta:
                 raise NNEFError(f"variable '{slot.label}' has no data (the module was loaded on the meta device); "
@@ -78,9 +83,10 @@ def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantizati
     if example_inputs is None:
         raise ExportError(f"saving a {type(module).__name__} traces it: pass example_inputs=(tensor, ...) with the "
                           "shapes the graph should have")
-    from nnef_torch.exporter.export import export
+    from nnef_torch.exporter.export import export  # lazy: torch.export and the ATen rules load only to trace
     return Source(model=export(module, example_inputs, quantization=quantization,
-                               dynamic_batch=dynamic_batch if dynamic_batch is not None else False))
+                               dynamic_batch=dynamic_batch if dynamic_batch is not None else False,
+                               dynamic_shapes=dynamic_shapes, target=target))
 
 
 __all__ = ["Source", "opened_source", "source_of"]

@@ -152,3 +152,35 @@ def test_dynamic_batch_export_runs_and_reports_at_another_batch(tmp_path, capsys
 
 def test_batch_size_must_be_positive(capsys, tmp_path):
     assert cli(capsys, "info", str(tmp_path), "--batch-size", "0")[0] == 2
+
+
+def test_dynamic_dims_export_standard_and_tract_files(tmp_path, capsys, factories):
+    """`--dynamic-dim 0:0=B --dynamic-dim 0:1=S:2:64`: the standard file runs re-declared at another size in
+    nnef_torch, the tract file in tract at two sizes, both against torch."""
+    (tmp_path / f"{factories}_seq.py").write_text(textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+        def build():
+            torch.manual_seed(0)
+            return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
+    '''))
+    spec = f"{factories}_seq:build"
+    for target, out in (("standard", "net"), ("tract", "net_tract")):
+        status, _, err = cli(capsys, "export", spec, "-o", out, "--input-shape", "2,5,8", "--dynamic-dim", "0:0=B",
+                             "--dynamic-dim", "0:1=S:2:64", "--target", target)
+        assert status == 0, err
+    module = importlib.import_module(f"{factories}_seq").build().eval()
+    x = torch.randn(3, 11, 8)
+    with torch.no_grad():
+        expected = module(x).numpy()
+    loaded = nnef_torch.load(tmp_path / "net", input_shapes={"input": [3, 11, 8]})
+    np.testing.assert_allclose(loaded(x).detach().numpy(), expected, rtol=1e-5, atol=1e-5)
+    text = (tmp_path / "net_tract" / "graph.nnef").read_text()
+    assert "extension tract_symbol S;" in text and "extension tract_assert S <= 64;" in text
+    assert "external<scalar>(shape = [B, S, 8])" in text
+    tract = pytest.importorskip("tract", reason="the `tract` package (test extra) is not installed")
+    runnable = tract.nnef().load(str(tmp_path / "net_tract")).into_runnable()
+    np.testing.assert_allclose(runnable.run([x.numpy()])[0].to_numpy(), expected, rtol=1e-5, atol=1e-5)
+    status, _, err = cli(capsys, "export", spec, "-o", "bad", "--input-shape", "2,5,8", "--dynamic-dim", "0:1")
+    assert status != 0 and "--dynamic-dim expects INPUT:AXIS=NAME" in err

@@ -36,3 +36,14 @@ def test_meta_load_materializes_on_cuda(tmp_path):
     reference = nnef_torch.load(tmp_path)
     images = torch.rand(2, 2, 12, 12)
     torch.testing.assert_close(module(images.cuda()).cpu(), reference(images), rtol=1e-4, atol=1e-4)
+
+
+@cuda
+def test_other_shapes_run_on_cuda_and_follow_to(tmp_path):
+    write_cnn(tmp_path)
+    on_cpu = nnef_torch.load(tmp_path)
+    on_gpu = nnef_torch.load(tmp_path, device="cuda")
+    images = torch.rand(3, 2, 20, 16)
+    torch.testing.assert_close(on_gpu(images.cuda()).cpu(), on_cpu(images), rtol=1e-4, atol=1e-4)
+    moved = on_cpu.cuda()  # the form made on the CPU follows the module
+    torch.testing.assert_close(moved(images.cuda()).cpu(), on_gpu(images.cuda()).cpu(), rtol=1e-4, atol=1e-4)

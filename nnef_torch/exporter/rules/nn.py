@@ -6,10 +6,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import sympy
+
 from nnef_torch.exporter.emitter import FLOAT_MAX
 from nnef_torch.exporter.rules.common import Emitter, Unmappable, align, axis, is_ref, pairs
 from nnef_torch.exporter.rules.reduce import _row
 from nnef_torch.exporter.rules.sampling import antialias_matrix, linear_matrix, resample, scale_factors, tent
+from nnef_torch.exporter.symbolic import reshape_steps
 from nnef_torch.ops.registry import export_rule
 
 
@@ -33,6 +36,9 @@ def addmm(e: Emitter, bias: Any, a: Any, b: Any, *, beta: Any = 1, alpha: Any = 
 def linear(e: Emitter, x: Any, weight: Any, bias: Any = None) -> Any:
     """`linear` takes [batch, in]; other ranks are flattened to two axes and back."""
     shape = e.shape(x)
+    symbolic = e.symbolic_shape(0)
+    if len(shape) > 2 and symbolic is not None and (bias is None or e.rank(bias) == 1):
+        return _symbolic_linear(e, x, weight, bias, symbolic)
     if len(shape) == 1:
         flat = e.op("unsqueeze", x, axes=[0])
     elif len(shape) > 2:
@@ -47,6 +53,31 @@ def linear(e: Emitter, x: Any, weight: Any, bias: Any = None) -> Any:
     if len(shape) > 2:
         return e.op("reshape", y, shape=list(shape[:-1]) + [e.shape(weight)[0]])
     return y
+
+
+def _symbolic_linear(e: Emitter, x: Any, weight: Any, bias: Any, shape: list[Any]) -> Any:
+    """`linear` of an input with symbolic leading extents. Flattened to [-1, in] and back when the leading axes
+    hold one symbolic extent (the reshape back infers it); with more, a 1x1 convolution over the features moved
+    to the channel axis, which keeps every leading extent as it is."""
+    leading = shape[:-1]
+    try:
+        steps = reshape_steps([sympy.Mul(*leading)], leading, e.symbols.examples, e.symbols.show)
+    except Unmappable:
+        return _pointwise_conv(e, x, weight, bias)
+    flat = e.op("reshape", x, shape=[-1, e.shape(x)[-1]])
+    y = e.op("linear", flat, weight, _row(e, bias) if bias is not None else 0.0)
+    for start, count, target in steps:
+        y = e.op("reshape", y, shape=target, axis_start=start, axis_count=count)
+    return y
+
+
+def _pointwise_conv(e: Emitter, x: Any, weight: Any, bias: Any) -> Any:
+    rank = e.rank(x)
+    order = [0, rank - 1] + list(range(1, rank - 1))
+    moved = e.op("transpose", x, axes=order)
+    filter_ = e.op("unsqueeze", weight, axes=list(range(2, rank)))
+    y = e.op("conv", moved, filter_, _row(e, bias) if bias is not None else 0.0)
+    return e.op("transpose", y, axes=[0] + list(range(2, rank)) + [1])
 
 
 def _spatial(values: Any, k: int) -> list[int]:
@@ -205,10 +236,44 @@ def _factors(e: Emitter, x: Any) -> list[int]:
              "aten.upsample_nearest3d.vec", "aten.upsample_nearest1d.default", "aten.upsample_nearest2d.default",
              "aten.upsample_nearest3d.default")
 def upsample_nearest(e: Emitter, x: Any, *args: Any, **kwargs: Any) -> Any:
+    source, target = e.symbolic_shape(0), e.symbolic_out()
+    if source is not None or target is not None:
+        return _repeat_each(e, x, _symbolic_factors(e, source or list(e.shape(x)), target or _out_shape(e)))
     out = [int(d) for d in e.out.shape][2:]
     if all(m < n and n % m == 0 for n, m in zip(e.shape(x)[2:], out)):
         return e.op("nearest_downsample", x, factor=[n // m for n, m in zip(e.shape(x)[2:], out)])
     return e.op("nearest_upsample", x, factor=_factors(e, x))
+
+
+def _out_shape(e: Emitter) -> list[int]:
+    return [int(d) for d in e.out.shape]
+
+
+def _symbolic_factors(e: Emitter, source: list[Any], target: list[Any]) -> list[int]:
+    factors = []
+    for n, m in zip(source[2:], target[2:]):
+        ratio = sympy.simplify(sympy.sympify(m) / sympy.sympify(n))
+        if not ratio.is_Integer or ratio < 1:
+            raise Unmappable(f"up-sampling the extent {e.symbols.show(n)} to {e.symbols.show(m)} is not by an "
+                             "integer factor at every size, which NNEF needs")
+        factors.append(int(ratio))
+    return factors
+
+
+def _repeat_each(e: Emitter, x: Any, factors: list[int]) -> Any:
+    """Nearest up-sampling by integer factors as each item repeated, one spatial axis at a time: a unit axis after
+    it, tiled by its factor, then merged into it. Written relative to the input (it reads at any extent), in
+    operations every consumer implements (`nearest_upsample`'s definition reads extents with `length_of`), with
+    at most one axis more than the input (the Khronos executor tiles up to rank 5)."""
+    spatial = [2 + k for k in range(len(factors)) if factors[k] != 1]
+    if not spatial:
+        return e.op("copy", x)
+    for a in spatial:
+        x = e.op("unsqueeze", x, axes=[a + 1])
+        repeats = [1] * e.rank(x)
+        repeats[a + 1] = factors[a - 2]
+        x = e.op("reshape", e.op("tile", x, repeats=repeats), shape=[-1], axis_start=a, axis_count=2)
+    return x
 
 
 def _integer_factors(sizes: list[tuple[int, int, float | None]], align_corners: bool) -> list[int] | None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import sympy
 import torch
 
 from nnef_torch.exporter.emitter import literal, nnef_type
 from nnef_torch.exporter.rules.common import Emitter, Unmappable, axes, axis, is_ref
+from nnef_torch.exporter.symbolic import SymValue, refusal, reshape_steps
+from nnef_torch.ir.values import Extent
 from nnef_torch.ops.registry import export_rule
 
 
@@ -18,6 +21,18 @@ def _out_shape(e: Emitter) -> list[int]:
 @export_rule("reshape", "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
              "aten.flatten.using_ints", "aten.unflatten.int")
 def view(e: Emitter, x: Any, *args: Any) -> Any:
+    source, target = e.symbolic_shape(0), e.symbolic_out()
+    if source is not None or target is not None:  # written relative to the input: axis ranges, -1
+        symbols = e.symbols
+        try:
+            steps = reshape_steps(source or list(e.shape(x)), target or _out_shape(e), symbols.examples, symbols.show)
+        except Unmappable:
+            if e.target != "tract" or target is None:
+                raise
+            return e.op("reshape", x, shape=[e.extent(d) for d in target])  # the symbols written out
+        for start, count, shape in steps:
+            x = e.op("reshape", x, shape=shape, axis_start=start, axis_count=count)
+        return x if steps else e.op("copy", x)
     shape = _out_shape(e)
     if list(e.shape(x)) == shape:
         return x
@@ -101,6 +116,11 @@ def unbind(e: Emitter, x: Any, dim: int = 0) -> Any:
 @export_rule("slice", "aten.slice.Tensor")
 def slice_(e: Emitter, x: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Any:
     a = axis(dim, e.rank(x))
+    symbolic = e.symbolic_shape(0)
+    if symbolic is not None and not isinstance(symbolic[a], int):
+        return _symbolic_slice(e, x, a, symbolic[a], start, end, step)
+    if isinstance(start, SymValue) or isinstance(end, SymValue):
+        raise Unmappable(refusal(e.symbols, start if isinstance(start, SymValue) else end, "the slice"))
     extent = e.shape(x)[a]
     begin, stop, _ = slice(start, end, step).indices(extent)
     if begin == 0 and stop >= extent and step == 1:
@@ -108,6 +128,37 @@ def slice_(e: Emitter, x: Any, dim: int = 0, start: Any = None, end: Any = None,
     if stop <= begin:
         raise Unmappable(f"the slice {start}:{end} of an axis of length {extent} is empty, and NNEF tensors are not")
     return e.op("slice", x, axes=[a], begin=[begin], end=[stop], stride=[step] if step != 1 else [])
+
+
+def _symbolic_slice(e: Emitter, x: Any, a: int, extent: Any, start: Any, end: Any, step: int) -> Any:
+    """A slice of an axis of symbolic extent n: its bounds as offsets from the start (0 <= k) or from the end
+    (n - k, written -k; the end n written 0, which NNEF reads as the axis' end)."""
+    def bound(value: Any, default: int, what: str) -> int:
+        if value is None or (isinstance(value, int) and value >= 2 ** 62):
+            return default
+        if isinstance(value, int):
+            return value
+        offset = sympy.expand(value.expr - extent)
+        if offset.is_Integer and int(offset) <= 0:
+            return int(offset)
+        if value.expr.is_Integer:
+            return int(value.expr)
+        if e.target == "tract" and sympy.expand(value.expr).free_symbols:
+            return e.extent(value)  # the bound written as its expression
+        raise Unmappable(f"the slice's {what} {e.symbols.show(value)} is neither a fixed offset from the start "
+                         f"nor from the end of the axis of extent {e.symbols.show(extent)}")
+    if step != 1:
+        raise Unmappable(f"a strided slice of the axis of symbolic extent {e.symbols.show(extent)} has no standard "
+                         "NNEF form whose length follows the extent")
+    begin, stop = bound(start, 0, "start"), bound(end, 0, "end")
+    if isinstance(begin, Extent) or isinstance(stop, Extent):
+        return e.op("slice", x, axes=[a], begin=[begin], end=[stop])
+    if begin == 0 and stop == 0:
+        return e.op("copy", x)
+    if begin < 0 < stop or (begin >= 0) == (stop > 0) and stop != 0 and stop <= begin:
+        raise Unmappable(f"the slice {begin}:{stop} of the axis of extent {e.symbols.show(extent)} is empty or "
+                         "changes direction with the extent")
+    return e.op("slice", x, axes=[a], begin=[begin], end=[stop])
 
 
 @export_rule("slice", "aten.narrow.default")
@@ -182,6 +233,21 @@ def _roll(e: Emitter, x: Any, shift: int, a: int) -> Any:
 @export_rule("tile", "aten.expand.default", "aten.expand_copy.default")
 def expand(e: Emitter, x: Any, size: list[int], *, implicit: bool = False) -> Any:
     target = _out_shape(e)
+    symbolic_out = e.symbolic_out()
+    if symbolic_out is not None:
+        source = e.symbolic_shape(0) or list(e.shape(x))
+        source = [1] * (len(symbolic_out) - len(source)) + list(source)
+        if e.target == "tract":  # each broadcast axis tiled by its extent, written as an expression
+            x = _lead(e, x, len(symbolic_out))
+            repeats = [1 if sympy.expand(sympy.sympify(s) - t) == 0 else e.extent(sympy.sympify(t) / s)
+                       for s, t in zip(source, symbolic_out)]
+            return e.op("tile", x, repeats=repeats) if any(r != 1 for r in repeats) else e.op("copy", x)
+        for s, t in zip(source, symbolic_out):
+            if not isinstance(t, int) and sympy.expand(sympy.sympify(s) - t) != 0:
+                raise Unmappable(f"broadcasting an axis of extent {e.symbols.show(s)} to the symbolic extent "
+                                 f"{e.symbols.show(t)} needs that extent as a number, which standard NNEF cannot "
+                                 "read: let an elementwise operation broadcast instead, or export with "
+                                 "target='tract'")
     x = _lead(e, x, len(target))
     repeats = [t // s if s != t else 1 for s, t in zip(e.shape(x), target)]
     return e.op("tile", x, repeats=repeats) if any(r != 1 for r in repeats) else e.op("copy", x)
@@ -265,9 +331,21 @@ def full(e: Emitter, *args: Any, **kwargs: Any) -> Any:
     else:
         value = args[1]
     kind = nnef_type(out.dtype)
+    if e.target == "tract":  # tract has no `constant`: one value as a variable, tiled to the (symbolic) shape
+        return _tiled_value(e, value, out)
     return e.op("constant", shape=[int(d) for d in out.shape] or [1], value=[literal(value, kind)], generic=kind,
                 out_shape=tuple(int(d) for d in out.shape) or (1,)) if out.dim() > 0 else \
         _scalar_constant(e, literal(value, kind), kind)
+
+
+def _tiled_value(e: Emitter, value: Any, out: Any) -> Any:
+    shape = e.symbols.shape(e.node) if e.symbols else None
+    shape = shape if shape is not None else [int(d) for d in out.shape]
+    one = e.variable(f"constants/{e.node.name}", torch.full([1] * max(len(shape), 1), value, dtype=out.dtype))
+    if not shape:
+        return e.op("squeeze", one, axes=[0])
+    repeats = [e.extent(d) for d in shape]
+    return e.op("tile", one, repeats=repeats) if any(r != 1 for r in repeats) else one
 
 
 def _scalar_constant(e: Emitter, value: Any, kind: str) -> Any:
@@ -277,7 +355,8 @@ def _scalar_constant(e: Emitter, value: Any, kind: str) -> Any:
 
 @export_rule("constant", "aten.arange.start_step", "aten.arange.default", "aten.arange.start")
 def arange(e: Emitter, *args: Any, **kwargs: Any) -> Any:
-    values = torch.empty(e.out.shape, dtype=e.out.dtype)
+    if any(isinstance(a, SymValue) for a in args):  # the tract target (a standard one refused it): tract's range
+        return _range(e, *[a for a in args if isinstance(a, (int, float, SymValue))])
     start, end, step = 0, None, 1
     numbers = [a for a in args if isinstance(a, (int, float))]
     if len(numbers) == 1:
@@ -287,6 +366,19 @@ def arange(e: Emitter, *args: Any, **kwargs: Any) -> Any:
         step = numbers[2] if len(numbers) > 2 else 1
     values = torch.arange(start, end, step, dtype=e.out.dtype)
     return e.constant(values, f"constants/{e.node.name}")
+
+
+def _range(e: Emitter, *numbers: Any) -> Any:
+    start, end, step = (0, numbers[0], 1) if len(numbers) == 1 else (*numbers[:2], numbers[2] if len(numbers) > 2
+                                                                       else 1)
+    if any(isinstance(n, float) for n in (start, end, step)):
+        raise Unmappable("tract's range counts in integers; an arange over floats with a symbolic end has no form")
+    length = e.symbols.shape(e.node)
+    out_shape = (e.symbols.value(length[0], e.symbols.examples),) if length else tuple(int(d) for d in e.out.shape)
+    r = e.op("tract_core_range", e.extent(start), e.extent(end), e.extent(step), out_shape=out_shape)
+    if e.out.dtype.is_floating_point:
+        return e.op("tract_core_cast", r, to="f32", generic="scalar", out_shape=out_shape)
+    return r
 
 
 @export_rule("cast", "aten._to_copy.default", "aten.to.dtype", "aten.type_as.default")

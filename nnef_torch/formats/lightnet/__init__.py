@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nnef_torch.formats.lightnet import rules  # noqa: F401  (registers the import rules in the op table)
+from nnef_torch.formats.lightnet.convert import read as read_ir
 
 FORMAT = "lightnet"
 OPTIONS = ("params", "input_shapes", "inputs", "outputs")  # what `nnef_torch.load` passes on to `read`
@@ -16,14 +17,12 @@ OPTIONS = ("params", "input_shapes", "inputs", "outputs")  # what `nnef_torch.lo
 
 def read(path: Any, **options: Any) -> Any:
     """Read a LightNet JSON IR file and its weights (see `formats.convert` and `convert.read`)."""
-    from nnef_torch.formats.lightnet.convert import read as read_ir
-
     return read_ir(path, **options)
 
 
 def set_printing(module: Any, enabled: bool) -> int:
     """Switch every `print` / `fprint` op of an imported module on or off; the number of ops switched."""
-    from nnef_torch.ops.torch_lightnet import TensorFilePrint, TensorPrint
+    from nnef_torch.ops.torch_lightnet import TensorFilePrint, TensorPrint  # lazy: keeps torch out of reading
 
     count = 0
     for submodule in module.modules():

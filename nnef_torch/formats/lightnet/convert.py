@@ -36,13 +36,16 @@ from nnef_torch.errors import (
     NNEFShapeError,
     NNEFUnsupportedError,
 )
+from nnef_torch.format.graph_file import GraphFile
+from nnef_torch.formats import Converted
+from nnef_torch.formats.json_file import parse_json, read_bytes
 from nnef_torch.formats.lightnet import rules  # noqa: F401  (registers the lightnet import rules)
 from nnef_torch.formats.lightnet.ir_json import IR, parse_ir
 from nnef_torch.formats.lightnet.node import Context, LnNode
 from nnef_torch.formats.lightnet.rules.common import LIBRARY, LIGHTNET, nnef_type
 from nnef_torch.formats.lightnet.weights import Weights, load_weights
 from nnef_torch.ir.builder import Builder, Unmappable, fragment_library
-from nnef_torch.ir.document import graph_text
+from nnef_torch.ir.document import as_nnef, graph_file
 from nnef_torch.ir.graph import Graph, Ref
 from nnef_torch.ir.limits import check_shape
 from nnef_torch.ops.registry import import_rules
@@ -54,9 +57,10 @@ NO_INPUTS = "no_inputs"  # the NNEF input of a model that takes none
 
 
 def convert_ir(ir: IR, weights: Weights, inputs: Sequence[str] = (), outputs: Sequence[str] | None = None,
-               name: str = "G", input_shapes: Mapping[str, Any] | None = None) -> tuple[Graph, str, dict[str, Any]]:
-    """The IR graph, its NNEF text and the variables' values by label. `input_shapes` replaces the dims of
-    inputs (a batch size, say), by name."""
+               name: str = "G", input_shapes: Mapping[str, Any] | None = None
+               ) -> tuple[Graph, GraphFile, dict[str, Any]]:
+    """The IR graph, its NNEF document (printed when asked for) and the variables' values by label. `input_shapes`
+    replaces the dims of inputs (a batch size, say), by name."""
     table = import_rules(FORMAT)
     missing_rules = sorted({op.optype for op in ir.ops if op.optype not in table})
     assert not missing_rules, f"optypes without import rules: {missing_rules}"
@@ -97,7 +101,7 @@ def convert_ir(ir: IR, weights: Weights, inputs: Sequence[str] = (), outputs: Se
                       f"reads: {shown}", stacklevel=3)
     results = _outputs(context, names)
     graph = builder.graph(builder.fresh(_graph_name(name)), results, keep=SIDE_EFFECTS)
-    return graph, graph_text(graph, builder.fragments, library), dict(builder.data)
+    return graph, graph_file(graph, builder.fragments, library, as_nnef(ir.file)), dict(builder.data)
 
 
 # LightNet ops whose outputs share their inputs' memory (`owner` in the op definitions), and those of them that
@@ -249,9 +253,6 @@ def read(path: str | os.PathLike, *, document: Any = None, params: Any = None, i
     """Read a LightNet JSON IR file and its weights (see `formats.convert`). The file is refused past the JSON
     reader's size limit before it is read; its weights are read once its ops are checked, and only those its
     `create` ops read from file are kept."""
-    from nnef_torch.formats import Converted
-    from nnef_torch.formats.json_file import parse_json, read_bytes
-
     file = os.fspath(path)
     if document is None:
         text: bytes | None = read_bytes(file)
@@ -272,8 +273,8 @@ def read(path: str | os.PathLike, *, document: Any = None, params: Any = None, i
     wanted = {op.tensors_out["dst"] for op in ir.ops if op.optype == "create" and op.params["from_file"] is True}
     weights = load_weights(params, file, wanted)
     stem = os.path.splitext(os.path.basename(file))[0]
-    graph, text_nnef, tensors = convert_ir(ir, weights, inputs, outputs, stem, input_shapes)
-    return Converted(FORMAT, file, graph, text_nnef, tensors,
+    graph, document, tensors = convert_ir(ir, weights, inputs, outputs, stem, input_shapes)
+    return Converted(FORMAT, file, graph, document, tensors,
                      options={"params": weights.origin, "inputs": list(inputs),
                               "outputs": None if outputs is None else list(outputs),
                               "input_shapes": dict(input_shapes or {})})

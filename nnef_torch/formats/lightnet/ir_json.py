@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nnef_torch.errors import ForeignFormatError, Location, NNEFUnsupportedError
+from nnef_torch.formats.json_file import item_positions, locate
 from nnef_torch.formats.lightnet.optypes import OPTYPES, OpType, check_param, compiled
 
 _OP_KEYS = ("name", "optype", "tensors_in", "tensors_out", "params")
@@ -232,8 +233,6 @@ def _kind(value: Any) -> str:
 
 def _ops_location(file: str | None, text: str | bytes | None) -> Location:
     """Where the value of 'ops' begins (of the last 'ops' key, where it repeats), or the file alone."""
-    from nnef_torch.formats.json_file import locate
-
     if text is not None:
         try:
             return Location(file, *locate(text, ["ops"]))
@@ -246,8 +245,6 @@ def op_positions(text: str | bytes) -> list[tuple[int, int]] | None:
     """(line, column) where each item of the top-level 'ops' array begins (of the last 'ops' key, the one the parsed
     document holds, where the key repeats), or None where the text is not laid out as expected (the parsed
     document was checked already; this only finds places). Linear in the text; no value is built."""
-    from nnef_torch.formats.json_file import item_positions
-
     try:
         return item_positions(text, ["ops"])
     except (KeyError, IndexError, ValueError):

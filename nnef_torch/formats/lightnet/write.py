@@ -29,6 +29,7 @@ import numpy as np
 from nnef_torch.errors import ExportError
 from nnef_torch.exporter.problems import Problem
 from nnef_torch.format import container
+from nnef_torch.formats.lightnet.convert import SIDE_EFFECTS
 from nnef_torch.formats.lightnet.optypes import OPTYPES, check_param
 from nnef_torch.formats.lightnet.write_json import LightNetModel, numbers, wts_path
 from nnef_torch.ir.builder import Unmappable, unique_identifier
@@ -42,8 +43,8 @@ MAX_NAME = 400  # LightNet names hold at most 511 bytes; leave room for the suff
 _SIGNATURE_OPS = ("external", "variable", "constant")
 OBSERVERS = ("print", "fprint")  # optypes that read a tensor without consuming it (it stays an output)
 
-__all__ = ["DTYPES", "FORMAT", "WEIGHTS", "Const", "LightNetModel", "Live", "Unmappable", "Writer", "lightnet_graph",
-           "lightnet_rules", "save_lightnet", "write_graph", "wts_path"]
+__all__ = ["DTYPES", "FORMAT", "WEIGHTS", "Const", "LightNetModel", "Live", "Unmappable", "Writer", "lightnet_rules",
+           "save_lightnet", "write_graph", "wts_path"]
 
 
 @dataclass(frozen=True)
@@ -331,7 +332,7 @@ class Writer:
         refs = list(op.input_refs())
         if not all(isinstance(self._values.get(ref.name), Const) for ref in refs):
             return False
-        entry = registry.entry(op.name, "torch")
+        entry = registry.entry(op.name, "torch", dialect=self.graph.dialect)
         if entry is None or (entry.torch is None and entry.module is None):
             return False
         if any(self.graph.tensors[ref.name].shape is None for ref in op.output_refs()):
@@ -487,25 +488,14 @@ def save_lightnet(path: str | os.PathLike, graph: Graph, values: Callable[[Varia
 
 
 def lightnet_rules() -> dict[str, Callable[[Writer, Operation], None]]:
-    """Every NNEF operation the LightNet back end writes, with its rule."""
-    from nnef_torch.formats.lightnet import write_rules as _layers  # noqa: F401  (registers the rules)
-    from nnef_torch.formats.lightnet import write_rules_tensor as _tensors  # noqa: F401
+    """Every NNEF operation the LightNet back end writes, with its rule (the op table imports the rule modules:
+    `registry.FACETS["write:lightnet"]`)."""
     return registry.write_rules(FORMAT)
-
-
-def lightnet_graph(text: str, *, file: str = "graph.nnef", input_shapes: Mapping[str, Any] | None = None) -> Graph:
-    """The IR of NNEF graph text for the LightNet back end: compound operations stay whole where a LightNet rule
-    writes them and are expanded into their definitions otherwise (the fragments of the exporter and of the front
-    ends included). graph.quant is not read: LightNet has no quantization."""
-    from nnef_torch.reader import read_graph
-    rules = lightnet_rules()
-    return read_graph(text, file=file, atomic=lambda name: name in rules, input_shapes=input_shapes)
 
 
 def live_operations(graph: Graph) -> list[Operation]:
     """The operations the outputs depend on, in graph order (inputs, and the LightNet front end's print ops, are
     kept whether read or not)."""
-    from nnef_torch.formats.lightnet.convert import SIDE_EFFECTS
     live = set(graph.outputs)
     kept = []
     for op in reversed(graph.operations):

@@ -5,4 +5,6 @@ from __future__ import annotations
 
 from nnef_torch.formats.nnvm.convert import FORMAT, read
 
-__all__ = ["FORMAT", "read"]
+SHAPES_AT_CALL = True  # a symbol without input shapes is read (its variables), and converted when they are known
+
+__all__ = ["FORMAT", "SHAPES_AT_CALL", "read"]

@@ -24,15 +24,18 @@ from nnef_torch.errors import (
     NNEFShapeError,
     NNEFUnsupportedError,
 )
+from nnef_torch.format.graph_file import GraphFile
 from nnef_torch.format.labels import label_problem
+from nnef_torch.formats import Converted
+from nnef_torch.formats.json_file import read_json
 from nnef_torch.formats.nnvm import rules  # noqa: F401  (registers the nnvm import rules)
 from nnef_torch.formats.nnvm.attrs import MAX_RANK, Attributes
-from nnef_torch.formats.nnvm.graph_json import GraphJSON, Node, check_row_pointers
+from nnef_torch.formats.nnvm.graph_json import GraphJSON, Node, check_row_pointers, parse_graph
 from nnef_torch.formats.nnvm.node import Budget, Hidden, Missing, OpNode, ParameterProblem
-from nnef_torch.formats.nnvm.params import TYPE_FLAGS, Parameters
+from nnef_torch.formats.nnvm.params import TYPE_FLAGS, Parameters, load_parameters
 from nnef_torch.formats.nnvm.rules.common import LIBRARY, dtype_of
 from nnef_torch.ir.builder import Builder, Unmappable, fragment_library
-from nnef_torch.ir.document import graph_text
+from nnef_torch.ir.document import as_nnef, graph_file
 from nnef_torch.ir.graph import Graph, Ref
 from nnef_torch.ir.limits import check_shape
 from nnef_torch.ops.registry import import_refusals, import_rules
@@ -42,9 +45,12 @@ MAX_LISTED = 100  # problems listed in one error (the count says how many there 
 
 
 def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mapping[str, Any] | None,
-                  name: str) -> tuple[Graph, str, dict[str, np.ndarray], frozenset[str], dict[str, str]]:
-    """The IR graph, its NNEF text, the variables' values by label, the labels of state (aux) variables, and the
-    parameters' own names by label where a label cannot hold them (see `_Labels`)."""
+                  name: str, shapes_at_call: bool = False
+                  ) -> tuple[Graph, GraphFile, dict[str, np.ndarray], frozenset[str], dict[str, str], str | None]:
+    """The IR graph, its NNEF document (printed when asked for), the variables' values by label, the labels of
+    state (aux) variables, the parameters' own names by label where a label cannot hold them (see `_Labels`), and
+    None. With `shapes_at_call`, a graph that does not say its input shapes gives instead the graph of its inputs
+    (of unknown shape, `()`) and its variables only, and last why it is not converted (`Converted.unbound`)."""
     table = import_rules(FORMAT)
     refused = import_refusals(FORMAT)
     unsupported = [node for node in graph.nodes if node.op != "null" and node.op not in table]
@@ -57,7 +63,13 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
     kinds = _classify(graph, parameters, table)
     library = fragment_library(*LIBRARY)
     builder = Builder(library)
-    shapes = _input_shapes(graph, kinds, input_shapes)
+    try:
+        shapes = _input_shapes(graph, kinds, input_shapes)
+    except _MissingShapes as missing:
+        if not shapes_at_call or kinds.missing or parameters.extra(graph):
+            raise
+        return _variables_only(graph, kinds, parameters, library, table, name) + \
+            (f"the graph does not say the shape of input(s) {missing.lacking}",)
     values: list[tuple[Any, ...] | None] = [None] * len(graph.nodes)
     counts: list[tuple[int, int]] = [(1, 1)] * len(graph.nodes)
     problems: list[str] = [f"'{node.name}' ({what}) is not in the parameters" for node, what in kinds.missing]
@@ -116,11 +128,37 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
         taken.add(value.name)
         outputs.append(value)
     ir = builder.graph(builder.fresh(_graph_name(name)), outputs)
+    state = _state_labels(graph, parameters, table, labels)
+    document = graph_file(ir, builder.fragments, library, as_nnef(graph.file))
+    return ir, document, dict(builder.data), state, labels.names(), None
+
+
+def _state_labels(graph: GraphJSON, parameters: Parameters, table: Mapping[str, Any],
+                  labels: _Labels) -> frozenset[str]:
+    """The labels of the variables that are state: aux parameters, and what operators update (their `state`)."""
     state_names = set(parameters.aux) | {graph.nodes[node.inputs[p].node].name for node in graph.nodes
                                          if node.op != "null" for p in table[node.op].state if p < len(node.inputs)}
-    state = frozenset(labels.by_name[arg] for arg in state_names if arg in labels.by_name)
-    return ir, graph_text(ir, builder.fragments, library), dict(builder.data), state, labels.names()
+    return frozenset(labels.by_name[arg] for arg in state_names if arg in labels.by_name)
 
+
+def _variables_only(graph: GraphJSON, kinds: _Kinds, parameters: Parameters, library: Any, table: Mapping[str, Any],
+                    name: str) -> tuple[Graph, GraphFile, dict[str, np.ndarray], frozenset[str], dict[str, str]]:
+    """`convert_graph`'s results for a graph whose input shapes are not known: its inputs (shape `()`) and its
+    variables, labelled as the conversion labels them, as the outputs of a graph without operations (what a module
+    plans its Parameters from)."""
+    builder = Builder(library)
+    labels = _Labels()
+    declared = []
+    for node in graph.nodes:
+        if node.op != "null" or node.index in kinds.unused:
+            continue
+        if node.index in kinds.params:
+            declared.append(_argument(builder, node, graph, kinds, parameters, {}, labels))
+        else:
+            declared.append(builder.external(node.name, _input_dtype(node, graph), ()))
+    ir = builder.graph(builder.fresh(_graph_name(name)), declared)
+    document = graph_file(ir, builder.fragments, library, as_nnef(graph.file))
+    return ir, document, dict(builder.data), _state_labels(graph, parameters, table, labels), labels.names()
 
 class _Kinds:
     """What each argument node is: a parameter, an input, or a parameter the files lack."""
@@ -190,10 +228,18 @@ def _input_shapes(graph: GraphJSON, kinds: _Kinds, given: Mapping[str, Any] | No
         shapes[index] = check_shape(f"{node.where}: input shape", shape, Location(file=graph.file), error=error)
     if lacking:
         example = ", ".join(f"'{name}': [1, 3, 224, 224]" for name in lacking[:2])
-        raise ForeignFormatError(f"the graph does not say the shape of input(s) {lacking}; give them: "
-                                 f"input_shapes={{{example}}} (command line: --input-shape NAME=1,3,224,224)",
-                                 Location(file=graph.file))
+        raise _MissingShapes(f"the graph does not say the shape of input(s) {lacking}; give them: "
+                             f"input_shapes={{{example}}} (command line: --input-shape NAME=1,3,224,224)",
+                             Location(file=graph.file), lacking)
     return shapes
+
+
+class _MissingShapes(ForeignFormatError):
+    """Inputs whose shapes neither the file nor `input_shapes` says (`lacking`, by name)."""
+
+    def __init__(self, message: str, location: Location, lacking: list[str]):
+        super().__init__(message, location)
+        self.lacking = lacking
 
 
 def _given_shape(name: str, shape: Any, file: str | None) -> tuple[int, ...]:
@@ -311,18 +357,15 @@ def _graph_name(name: str) -> str:
 
 
 def read(path: str | os.PathLike, *, document: Any = None, params: Any = None,
-         input_shapes: Mapping[str, Any] | None = None) -> Any:
-    """Read an NNVM graph or MXNet symbol file and its parameters (see `formats.convert`)."""
-    from nnef_torch.formats import Converted
-    from nnef_torch.formats.json_file import read_json
-    from nnef_torch.formats.nnvm.graph_json import parse_graph
-    from nnef_torch.formats.nnvm.params import load_parameters
-
+         input_shapes: Mapping[str, Any] | None = None, shapes_at_call: bool = False) -> Any:
+    """Read an NNVM graph or MXNet symbol file and its parameters (see `formats.convert`); with `shapes_at_call`,
+    a symbol that does not say its input shapes gives its variables only (`Converted.unbound`)."""
     file = os.fspath(path)
     graph = parse_graph(document if document is not None else read_json(file), file)
     parameters = load_parameters(params, file)
     stem = os.path.basename(file)
     stem = stem[:-len("-symbol.json")] if stem.endswith("-symbol.json") else os.path.splitext(stem)[0]
-    ir, text, tensors, state, names = convert_graph(graph, parameters, input_shapes, stem)
-    return Converted(FORMAT, file, ir, text, tensors, state,
-                     options={"params": parameters.origin, "input_shapes": dict(input_shapes or {})}, names=names)
+    ir, document, tensors, state, names, unbound = convert_graph(graph, parameters, input_shapes, stem, shapes_at_call)
+    return Converted(FORMAT, file, ir, document, tensors, state,
+                     options={"params": parameters.origin, "input_shapes": dict(input_shapes or {})}, names=names,
+                     unbound=unbound)

@@ -4,7 +4,9 @@ torch_to_nnef's `TractNNEF` target writes.
 A document that declares `extension tract_registry tract_core;` sees the declarations of `declarations.nnef`.
 Ops with a standard form are written as standard operations while lowering (`lowering.py`, `scan.py`), so an
 imported module saves back as standard NNEF; the others keep their `tract_core_*` name and have a torch
-implementation and a shape rule in the op table (`ops.py`). Saving is in `save.py`.
+implementation and a shape rule (`ops.py`). All of them are in the dialect's op table, layered on the standard
+one (`registry.entry(name, dialect="tract_core")`): a graph read from such a document records it
+(`Graph.dialect`), and a standard document does not see them. Saving is in `document.py` and `rewrite.py`.
 """
 from __future__ import annotations
 
@@ -16,9 +18,13 @@ from typing import Any
 
 from nnef_torch.errors import NNEFSemanticError, NNEFUnsupportedError
 from nnef_torch.format import ast
-from nnef_torch.format.parser import parse_fragments
+from nnef_torch.format.parser import CONDITION_EXTENSION, parse_fragments
+from nnef_torch.formats.tract_core import relaxed
 from nnef_torch.formats.tract_core.ast_map import map_expr
+from nnef_torch.formats.tract_core.lowering import nnef_kind
+from nnef_torch.formats.tract_core.symbols import bind_symbols, substitute
 from nnef_torch.ir.checker import FRAGMENT_EXTENSION, OPERATOR_EXTENSION
+from nnef_torch.ops.registry import dialect_of, require
 
 DECLARATIONS_FILE = "declarations.nnef"
 REGISTRIES = ("tract_core",)  # `extension tract_registry NAME;` read
@@ -28,9 +34,7 @@ METADATA = ("tract_core_properties",)
 
 @lru_cache(maxsize=1)
 def declarations() -> dict[str, ast.Fragment]:
-    from nnef_torch.ops.registry import require
-    require("dialect:tract_core")  # the dialect's ops in the op table
-
+    require("dialect:tract_core")  # the dialect's ops in its op table
     text = resources.files(__package__).joinpath(DECLARATIONS_FILE).read_text(encoding="utf-8")
     return {fragment.name: fragment for fragment in parse_fragments(text, DECLARATIONS_FILE)}
 
@@ -57,9 +61,12 @@ def registries(doc: ast.Document) -> tuple[list[str], list[str]]:
             symbols.append(names[i + 1])
             i += 2
             continue
+        if name == CONDITION_EXTENSION and i + 1 < len(names):  # a range of a symbol: what tract may assume
+            i += 2
+            continue
         if name.startswith("tract_"):
             raise NNEFUnsupportedError(f"'extension {name}' (a tract extension) is not read; only "
-                                       "'tract_registry tract_core' and 'tract_symbol' are", doc.loc)
+                                       "'tract_registry tract_core', 'tract_symbol' and 'tract_assert' are", doc.loc)
         i += 1
     return found, symbols
 
@@ -77,9 +84,6 @@ def prepare(doc: ast.Document, input_shapes: Mapping[str, Any] | None = None, ba
             raise NNEFUnsupportedError("'extension tract_symbol' is read with 'extension tract_registry tract_core;' "
                                        "only", doc.loc)
         return doc, {}, {}
-    from nnef_torch.formats.tract_core import relaxed
-    from nnef_torch.formats.tract_core.symbols import bind_symbols, substitute
-
     values = bind_symbols(doc, symbols, input_shapes, batch_size, batch_axes) if symbols else {}
     doc = substitute(doc, values)
     kept = tuple(doc.extensions)  # the tract names stay: `is_dialect` reads them on the lowered graph
@@ -117,15 +121,11 @@ def _typed_cast(node: Any) -> Any:
     to = next((arg.value for arg in node.args if arg.name == "to"), None)
     if not isinstance(to, ast.Literal) or not isinstance(to.value, str):
         return node
-    from nnef_torch.formats.tract_core.lowering import nnef_kind
-
     kind = nnef_kind(to.value, "to", "tract_core_cast", to.loc)
     return dataclasses.replace(node, generic=ast.PrimitiveType(kind))
 
 
 def _external(rhs: ast.Invocation) -> ast.Invocation:
-    from nnef_torch.formats.tract_core.lowering import nnef_kind
-
     args = {arg.name: arg for arg in rhs.args}
     if set(args) != {"shape", "datum_type"} or not isinstance(args["datum_type"].value, ast.Literal):
         raise NNEFSemanticError("tract_core_external takes shape = [...] and datum_type = '...' by name",
@@ -135,7 +135,8 @@ def _external(rhs: ast.Invocation) -> ast.Invocation:
 
 
 def is_dialect(extensions: tuple[str, ...] | list[str]) -> bool:
-    return "tract_registry" in extensions and "tract_core" in extensions
+    """The `extensions` of a document (or of the graph read from it) choose the tract_core op table."""
+    return dialect_of(extensions) == "tract_core"
 
 
 __all__ = ["declarations", "is_dialect", "prepare", "registries"]

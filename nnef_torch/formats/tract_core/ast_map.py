@@ -18,9 +18,11 @@ def _fields(kind: Any) -> tuple[str, ...] | None:
 
 
 def _children(node: Any) -> tuple[Any, ...] | None:
-    """The children of a tuple or a node; None for a leaf."""
+    """The children of a tuple or a node (an array of names is its identifiers); None for a leaf."""
     if type(node) is tuple:
         return node
+    if isinstance(node, ast.NameItems):
+        return tuple(node)
     names = _fields(type(node))
     return None if names is None else tuple(getattr(node, name) for name in names)
 
@@ -46,7 +48,7 @@ def map_expr(expr: Any, fn: Callable[[Any], Any]) -> Any:
             stack.append(deeper)
             continue
         stack.pop()
-        if type(node) is tuple:
+        if type(node) is tuple or isinstance(node, ast.NameItems):
             result = node if all(new is old for new, old in zip(done, children)) else tuple(done)
         else:
             names = _fields(type(node)) or ()

@@ -1,7 +1,9 @@
 """The value of a tensor the lowerer has already written, when it is computed from constants alone (shape
 arithmetic such as `squeeze(slice(tract_core_shape_of(x)))`, once the shapes are static): a small evaluator of
 the operations torch_to_nnef writes around `tract_core_shape_of`, for arguments tract reads as tensors but this
-reader needs at load time (`tract_core_range`'s bounds, the constant indices of a gather).
+reader needs at load time (`tract_core_range`'s bounds, the constant indices of a gather, and every attribute
+given as a tensor: `by_value.py`). Besides copies, casts and reshapes it evaluates integer arithmetic (`add sub
+mul min max`), comparisons (`lt gt le ge eq ne`) and `select`, as torch_to_nnef's `dyn_slice` bounds an index.
 
 Each tensor is folded once per reading (its value is kept in the lowerer's producer index) by a walk with its own
 stack, so a chain of any length costs linear work and no Python recursion; each operation folded is charged to
@@ -20,8 +22,11 @@ from nnef_torch.ir.graph import Operation, Ref
 MAX_ITEMS = 1 << 16  # folded values are shapes, bounds and indices: small
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+_COMPARISONS = {"lt": np.less, "gt": np.greater, "le": np.less_equal, "ge": np.greater_equal, "eq": np.equal,
+                "ne": np.not_equal}
 _KINDS = {"integer": np.int64, "scalar": np.float32, "logical": np.bool_}
-_FOLDED = frozenset({"constant", "copy", "cast", "squeeze", "unsqueeze", "reshape", "slice", *_BINARY})
+_FOLDED = frozenset({"constant", "copy", "cast", "squeeze", "unsqueeze", "reshape", "slice", "select", *_BINARY,
+                     *_COMPARISONS})
 _CACHE = __name__  # the key of this evaluator's values in the producer index's memo
 
 
@@ -93,6 +98,10 @@ def _compute(op: Operation, inputs: dict[str, Any], shape: tuple[int, ...]) -> n
         if result.dtype.kind in "iu" and not _exact(op.name, x, y, result):
             return None  # past 64 bits: tract would not compute it either
         return result
+    if op.name in _COMPARISONS:
+        return _COMPARISONS[op.name](inputs["x"], inputs["y"])
+    if op.name == "select":
+        return np.where(inputs["condition"], inputs["true_value"], inputs["false_value"])
     if op.name == "cast":
         return inputs["input"].astype(_KINDS.get(op.dtype or "", np.float32))
     if op.name == "squeeze":

@@ -11,6 +11,7 @@ import numpy as np
 
 from nnef_torch.errors import Location, NNEFSemanticError, NNEFShapeError, NNEFUnsupportedError
 from nnef_torch.format import ast
+from nnef_torch.formats.tract_core.fold import fold, fold_integer
 from nnef_torch.ir.graph import Ref
 from nnef_torch.ir.limits import check_computed
 from nnef_torch.ops.registry import lowering_rule
@@ -37,7 +38,7 @@ def call(lowerer: Any, name: str, loc: Location, generic: str | None = None, hin
     return lowerer.invoke(name, [(key, value, loc) for key, value in args.items()], explicit, loc, None, hint)
 
 
-@lowering_rule("tract_core_cast")
+@lowering_rule("tract_core_cast", dialect="tract_core")
 def cast(lowerer: Any, args: dict, value_type: Any, loc: Location, hint: ast.Expr | None) -> Any:
     kind = nnef_kind(args["to"], "to", "tract_core_cast", loc)
     return call(lowerer, "cast", loc, kind, input=args["input"])
@@ -56,8 +57,6 @@ def charge(lowerer: Any, loc: Location, *, steps: int = 0, items: int = 0) -> No
 def check_indices(lowerer: Any, op: str, input: Any, indices: Any, axis: Any, loc: Location) -> None:
     """Refuse indices known when the model is read (`fold`) that fall outside [-n, n) for the extent n of `input`
     along `axis` (tract and the torch implementations read a negative index from the end)."""
-    from nnef_torch.formats.tract_core.fold import fold
-
     shape = lowerer.tensors[input.name].shape if isinstance(input, Ref) else None
     if shape is None or not isinstance(axis, int) or not -len(shape) <= axis < len(shape):
         return  # the shape rule reports a bad axis
@@ -72,22 +71,22 @@ def check_indices(lowerer: Any, op: str, input: Any, indices: Any, axis: Any, lo
                              f"{list(shape)} (indices from {-extent} to {extent - 1})", loc)
 
 
-@lowering_rule("tract_core_gather")
+@lowering_rule("tract_core_gather", dialect="tract_core")
 def gather(lowerer: Any, args: dict, value_type: Any, loc: Location, hint: ast.Expr | None) -> Any:
     check_indices(lowerer, "tract_core_gather", args["input"], args["indices"], args["axis"], loc)
     return call(lowerer, "gather", loc, input=args["input"], indices=args["indices"], axis=args["axis"])
 
 
-@lowering_rule("tract_core_gather_elements")
+@lowering_rule("tract_core_gather_elements", dialect="tract_core")
 def gather_elements(lowerer: Any, args: dict, value_type: Any, loc: Location, hint: ast.Expr | None) -> Any:
     """Kept whole (ops.py); its constant indices checked first."""
-    from nnef_torch.formats.tract_core import declarations
+    from nnef_torch.formats.tract_core import declarations  # cycle: the package imports this module (nnef_kind)
 
     check_indices(lowerer, "tract_core_gather_elements", args["input"], args["indices"], args["axis"], loc)
     return lowerer.emit(declarations()["tract_core_gather_elements"], args, value_type, loc, hint)
 
 
-@lowering_rule("tract_core_shape_of")
+@lowering_rule("tract_core_shape_of", dialect="tract_core")
 def shape_of(lowerer: Any, args: dict, value_type: Any, loc: Location, hint: ast.Expr | None) -> Any:
     value = args["input"]
     shape = list(lowerer.tensors[value.name].shape) if isinstance(value, Ref) else []
@@ -96,10 +95,8 @@ def shape_of(lowerer: Any, args: dict, value_type: Any, loc: Location, hint: ast
     return call(lowerer, "constant", loc, "integer", shape=[len(shape)], value=shape)
 
 
-@lowering_rule("tract_core_range")
+@lowering_rule("tract_core_range", dialect="tract_core")
 def range_(lowerer: Any, args: dict, value_type: Any, loc: Location, hint: ast.Expr | None) -> Any:
-    from nnef_torch.formats.tract_core.fold import fold_integer
-
     bounds = [fold_integer(lowerer, args[key], loc) for key in ("start", "end", "step")]
     if any(bound is None for bound in bounds):
         raise NNEFUnsupportedError("tract_core_range reads start, end and step known when the model is read (literals, "

@@ -1,6 +1,7 @@
 """tract_core ops kept whole: shape rules and torch implementations with tract's semantics
-(einsum, gather_elements, erf). torch is imported by the implementations only, when a model is imported: reading
-a tract_core document (`read_graph`, `validate`) does not load it."""
+(einsum, gather_elements, erf), in the tract_core op table (a standard document does not see them). torch is
+imported by the implementations only, when a model is imported: reading a tract_core document (`read_graph`,
+`validate`) does not load it."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -30,7 +31,7 @@ def parse_einsum(expr: str, count: int) -> tuple[list[str], str]:
     return operands, out
 
 
-@shape_rule("tract_core_einsum")
+@shape_rule("tract_core_einsum", dialect="tract_core")
 def einsum_shape(inputs: list[Shape], *, expr: str, acc: str, output: str = "") -> Shape:
     operands, out = parse_einsum(expr, len(inputs))
     sizes: dict[str, int] = {}
@@ -46,14 +47,14 @@ def einsum_shape(inputs: list[Shape], *, expr: str, acc: str, output: str = "") 
     return tuple(sizes[axis] for axis in out)
 
 
-@torch_op("tract_core_einsum")
+@torch_op("tract_core_einsum", dialect="tract_core")
 def einsum(inputs: list[torch.Tensor], *, expr: str, acc: str, output: str = "") -> torch.Tensor:
     import torch
 
     return torch.einsum(expr.replace(" ", ""), *inputs)
 
 
-@shape_rule("tract_core_gather_elements")
+@shape_rule("tract_core_gather_elements", dialect="tract_core")
 def gather_elements_shape(input: Shape, indices: Shape, *, axis: int) -> Shape:
     if len(input) != len(indices):
         raise NNEFShapeError(f"tract_core_gather_elements: input {list(input)} and indices {list(indices)} must "
@@ -63,7 +64,7 @@ def gather_elements_shape(input: Shape, indices: Shape, *, axis: int) -> Shape:
     return tuple(indices)
 
 
-@torch_op("tract_core_gather_elements")
+@torch_op("tract_core_gather_elements", dialect="tract_core")
 def gather_elements(input: torch.Tensor, indices: torch.Tensor, *, axis: int) -> torch.Tensor:
     import torch
 
@@ -72,12 +73,12 @@ def gather_elements(input: torch.Tensor, indices: torch.Tensor, *, axis: int) ->
     return torch.gather(input, axis, torch.where(indices < 0, indices + size, indices))  # tract wraps negatives
 
 
-@shape_rule("tract_core_erf")
+@shape_rule("tract_core_erf", dialect="tract_core")
 def erf_shape(x: Shape) -> Shape:
     return tuple(x)
 
 
-@torch_op("tract_core_erf")
+@torch_op("tract_core_erf", dialect="tract_core")
 def erf(x: torch.Tensor) -> torch.Tensor:
     import torch
 

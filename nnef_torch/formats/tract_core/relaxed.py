@@ -10,7 +10,8 @@ nnef/src/registry.rs), and torch_to_nnef's `TractNNEF` target writes them:
 - binary arithmetic and comparisons (`add sub mul min max lt gt le ge eq ne`) on integer tensors, both operands
   of one type (relaxed.nnef); the integer operation is kept (exact), and written with casts on a standard save.
 The table `RULES` is consulted by the lowerer only for a document that declares the tract_core registry; a
-standard document reads these operations by the spec.
+standard document reads these operations by the spec. How such a document is typed (numbers by value, attributes
+given as tensors, arrays for tuples: `pad`'s nested padding) is `by_value.py`'s.
 """
 from __future__ import annotations
 

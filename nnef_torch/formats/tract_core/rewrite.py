@@ -112,7 +112,9 @@ def to_standard(graph: Graph) -> tuple[Graph, list[str], dict[str, Any]]:
             _integer_op(b, op)
         else:
             b.operations.append(op)
-    return dataclasses.replace(graph, tensors=dict(b.tensors), operations=tuple(b.operations)), b.fragments, library
+    # standard operations only: the graph is looked up in the standard op table
+    standard = dataclasses.replace(graph, tensors=dict(b.tensors), operations=tuple(b.operations), dialect=None)
+    return standard, b.fragments, library
 
 
 def _renamed(graph: Graph) -> Graph:
@@ -157,8 +159,8 @@ def _rename_last(b: Builder, result: Ref, name: str) -> None:
 
 
 def to_dialect(graph: Graph) -> tuple[Graph, dict[str, np.ndarray]]:
-    """`graph` as tract reads it with tract_core; returns it and the data of the variables that stand for its
-    constant tensors, by label."""
+    """`graph` as tract reads it with tract_core (its ops in the tract_core op table); returns it and the data of
+    the variables that stand for its constant tensors, by label."""
     operations, data = [], {}
     labels = {variable.key for variable in graph.signature.variables}
     variables = list(graph.signature.variables)
@@ -181,7 +183,7 @@ def to_dialect(graph: Graph) -> tuple[Graph, dict[str, np.ndarray]]:
                            op.scope)
         operations.append(op)
     signature = dataclasses.replace(graph.signature, variables=tuple(variables))
-    return dataclasses.replace(graph, operations=tuple(operations), signature=signature), data
+    return dataclasses.replace(graph, operations=tuple(operations), signature=signature, dialect="tract_core"), data
 
 
 def _label(base: str, taken: set[str]) -> str:

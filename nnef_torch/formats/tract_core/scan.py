@@ -71,7 +71,7 @@ def _check_bindings(body: ast.Fragment, params: list[str], bound: list[str], loc
                                 f"{_few(unbound)}, unknown {_few(extra)}", loc)
 
 
-@lowering_rule("tract_core_scan")
+@lowering_rule("tract_core_scan", dialect="tract_core")
 def scan(lowerer: Any, args: dict, value_type: Any, loc: Location, hint: ast.Expr | None) -> Any:
     for option in ("skip", "reset_every_turn", "external_state"):
         if args[option] != 0:

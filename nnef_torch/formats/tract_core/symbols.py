@@ -13,6 +13,7 @@ from typing import Any
 
 from nnef_torch.errors import NNEFOptionError
 from nnef_torch.format import ast
+from nnef_torch.formats.dialects import Extent, UnboundDimensionError
 from nnef_torch.formats.tract_core.ast_map import map_expr
 
 EXTERNALS = ("tract_core_external", "external")
@@ -57,13 +58,23 @@ def bind_symbols(doc: ast.Document, symbols: list[str], input_shapes: Mapping[st
         for axis, item in enumerate(items):
             if isinstance(item, ast.Identifier) and item.name in symbols:
                 example.setdefault(item.name, (name, axis))
+            elif _linear(item, symbols) is not None:
+                example.setdefault(_linear(item, symbols)[0], (name, axis))
         if name in shapes:
             given = list(shapes[name])
             if len(given) != len(items):
                 continue  # the lowerer reports the rank: the given shape replaces the declared one
             for axis, item in enumerate(items):
+                where = f"input_shapes['{name}'][{axis}]"
                 if isinstance(item, ast.Identifier) and item.name in symbols:
-                    bind(item.name, given[axis], f"input_shapes['{name}'][{axis}]", loc)
+                    bind(item.name, given[axis], where, loc)
+                elif _linear(item, symbols) is not None:  # `2*h`: h is the extent's inverse image
+                    symbol, scale, offset = _linear(item, symbols)
+                    value = given[axis]
+                    if not isinstance(value, int) or (value - offset) % scale:
+                        raise NNEFOptionError(f"{where} is {value!r}, but the input's extent there is declared "
+                                              f"as an affine expression of {symbol} that never takes that value", loc)
+                    bind(symbol, (value - offset) // scale, where, loc)
         elif batch_size is not None:
             axis = axes.get(name, 0)
             if axis is not None and -len(items) <= axis < len(items):
@@ -82,9 +93,56 @@ def bind_symbols(doc: ast.Document, symbols: list[str], input_shapes: Mapping[st
                 hints.append(f"{symbol}: no graph input declares it, so it cannot be bound")
         shown = ", ".join(f"'extension tract_symbol {symbol};'" for symbol in unbound)
         what = "declares a dynamic dimension" if len(unbound) == 1 else "declare dynamic dimensions"
-        raise NNEFOptionError(f"{shown} {what}, which this reader needs bound to an integer when loading; bind "
-                              f"{'; '.join(hints)}", doc.loc)
+        raise UnboundDimensionError(f"{shown} {what}, which this reader needs bound to an integer when loading; "
+                                    f"bind {'; '.join(hints)}", doc.loc, tuple(unbound))
     return values
+
+
+def _linear(item: ast.Expr, symbols: list[str]) -> tuple[str, int, int] | None:
+    """(symbol, scale, offset) of an extent declared `scale*S + offset` (a positive integer scale), else None."""
+    found: set[str] = set()
+
+    def value(expr: ast.Expr, at: int) -> int | None:
+        if isinstance(expr, ast.Literal) and isinstance(expr.value, int) and not isinstance(expr.value, bool):
+            return expr.value
+        if isinstance(expr, ast.Identifier) and expr.name in symbols:
+            found.add(expr.name)
+            return at
+        if isinstance(expr, ast.UnaryExpr) and expr.op == "-":
+            inner = value(expr.operand, at)
+            return None if inner is None else -inner
+        if isinstance(expr, ast.BinaryExpr) and expr.op in ("+", "-", "*"):
+            left, right = value(expr.left, at), value(expr.right, at)
+            if left is None or right is None:
+                return None
+            return left + right if expr.op == "+" else left - right if expr.op == "-" else left * right
+        return None
+    if isinstance(item, (ast.Literal, ast.Identifier)):
+        return None
+    points = [value(item, at) for at in (0, 1, 2)]
+    if None in points or len(found) != 1:
+        return None
+    offset, scale = points[0], points[1] - points[0]
+    if scale < 1 or points[2] != offset + 2 * scale:
+        return None
+    return found.pop(), scale, offset
+
+
+def declared_inputs(doc: ast.Document) -> dict[str, tuple[Extent, ...]]:
+    """Each graph input's declared shape (`dialects.dynamic_inputs`) where the document declares tract symbols."""
+    from nnef_torch.formats.tract_core import registries  # cycle: the package imports this module
+
+    symbols = set(registries(doc)[1])
+    if not symbols:
+        return {}
+
+    def extent(item: ast.Expr) -> Extent:
+        if isinstance(item, ast.Literal) and isinstance(item.value, int) and not isinstance(item.value, bool):
+            return item.value
+        if isinstance(item, ast.Identifier) and item.name in symbols:
+            return item.name
+        return None
+    return {name: tuple(extent(item) for item in items) for name, items, _ in _external_shapes(doc)}
 
 
 def substitute(doc: ast.Document, values: Mapping[str, int]) -> ast.Document:
@@ -103,4 +161,4 @@ def _replace(expr: Any, values: Mapping[str, int]) -> Any:
     return map_expr(expr, bound)
 
 
-__all__ = ["bind_symbols", "substitute"]
+__all__ = ["bind_symbols", "declared_inputs", "substitute"]

@@ -13,8 +13,7 @@ import torch.fx as fx
 
 import nnef_torch
 from formats.lightnet.lightnet_ir import create, document, op, write
-from nnef_torch.formats.lightnet.tl_print import print_text, tensor_text
-from nnef_torch.ops.torch_lightnet import TensorPrint
+from nnef_torch.ops.torch_lightnet import TensorPrint, print_text, tensor_text
 
 
 @pytest.mark.parametrize(("array", "text"), [

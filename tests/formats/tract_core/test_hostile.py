@@ -261,7 +261,8 @@ def test_scan_bindings_are_checked_in_linear_time():
         args = {"body": "body", "scan": [], "full": [(f"p{i}", 0.0) for i in range(n)], "state": [],
                 "output": [("z", "full", 0, 1)], "skip": 0, "reset_every_turn": 0, "external_state": 0}
         try:
-            lowering_rule_of("tract_core_scan")(SimpleNamespace(fragments={"body": body}), args, None, loc, None)
+            rule = lowering_rule_of("tract_core_scan", "tract_core")
+            rule(SimpleNamespace(fragments={"body": body}), args, None, loc, None)
         except NNEFSemanticError as error:
             print(error.location, error.message[:60])
     """, timeout=60)
