@@ -8,6 +8,7 @@ using one records its definition, and the document written from the graph define
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cache
@@ -301,6 +302,8 @@ class Builder:
         `keep` (operations with side effects, such as a front end's print)."""
         if self._renamed:
             self.operations[:] = [_replace_refs(op, self._renamed) for op in self.operations]
+            self.variables[:] = [dataclasses.replace(v, name=self._renamed[v.name].name) if v.name in self._renamed
+                                 else v for v in self.variables]  # a variable named after the node it stands for
             for old in self._renamed:
                 del self.tensors[old]
             self._renamed = {}

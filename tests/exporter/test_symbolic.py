@@ -317,3 +317,64 @@ def test_the_cached_decoder_is_refused_as_standard_nnef_naming_the_arange() -> N
     problem = info.value.problems[0]
     assert "aten.arange" in problem and "extent P" in problem and "target='tract'" in problem
     assert problem.code == "positions = torch.arange(p, p + s)"
+
+
+class TwoLayerLSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 10, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(x)[0]
+
+
+def test_an_lstm_over_a_symbolic_batch_runs_in_tract_and_standard_nnef_names_its_zero_state(tmp_path: Path) -> None:
+    """torch makes the initial state with `torch.zeros(layers, batch, hidden)`: a constant of symbolic size, which
+    tract's target tiles from one value and standard NNEF cannot write."""
+    tract = pytest.importorskip("tract", reason="the `tract` package (test extra) is not installed")
+    torch.manual_seed(0)
+    module, dims = TwoLayerLSTM().eval(), ({0: B},)
+    with pytest.raises(ExportError) as info:
+        nnef_torch.export(module, torch.randn(2, 5, 6), dynamic_shapes=dims)
+    assert all("aten.zeros" in problem and "extent B" in problem for problem in info.value.problems)
+    nnef_torch.save(module, tmp_path / "lstm", torch.randn(2, 5, 6), dynamic_shapes=dims, target="tract")
+    runnable = tract.nnef().load(str(tmp_path / "lstm")).into_runnable()
+    loaded = nnef_torch.load(tmp_path / "lstm")
+    for batch in (1, 3, 7):
+        x = torch.randn(batch, 5, 6)
+        expected = _expected(module, [x])
+        close_all([runnable.run([x.numpy()])[0].to_numpy()], expected, 1e-4, f"tract at batch {batch}")
+        with torch.no_grad():
+            close_all([loaded(x).numpy()], expected, 1e-5, f"nnef_torch at batch {batch}")
+
+
+def test_hugging_face_gpt2_for_tract_matches_transformers_at_every_length(tmp_path: Path) -> None:
+    """transformers' own GPT-2 (random weights): learned positions from an `arange`, the causal mask of
+    `create_causal_mask` (a cumulative sum, indexing with two index tensors), attention; one file for any S."""
+    transformers = pytest.importorskip("transformers", reason="the `transformers` package (test extra) is not "
+                                                              "installed")
+    tract = pytest.importorskip("tract", reason="the `tract` package (test extra) is not installed")
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=100, n_positions=64,
+                                     bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+
+    class Logits(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids):
+            return self.model(input_ids=ids, use_cache=False).logits
+
+    wrapper = Logits()
+    nnef_torch.save(wrapper, tmp_path / "gpt2", torch.randint(0, 100, (1, 7)),
+                    dynamic_shapes=({1: Dim("S", min=2, max=64)},), target="tract")
+    runnable = tract.nnef().load(str(tmp_path / "gpt2")).into_runnable()
+    loaded = nnef_torch.load(tmp_path / "gpt2")
+    for length in (2, 5, 13, 40):
+        ids = torch.randint(0, 100, (1, length), generator=torch.Generator().manual_seed(length))
+        expected = _expected(wrapper, [ids])
+        close_all([runnable.run([ids.numpy()])[0].to_numpy()], expected, 1e-4, f"tract at S={length}")
+        with torch.no_grad():
+            close_all([loaded(ids).numpy()], expected, 1e-4, f"nnef_torch at S={length}")

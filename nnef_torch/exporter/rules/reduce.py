@@ -134,14 +134,28 @@ def cumsum(e: Emitter, x: Any, dim: int, *, dtype: Any = None) -> Any:
     rank = e.rank(x)
     a = axis(dim, rank)
     n = e.shape(x)[a]
+    symbolic = e.symbolic_shape(0)
     x = as_scalar(e, x)  # integer counts stay exact below 2^24
-    triangle = e.constant(torch.triu(torch.ones(n, n)), f"constants/{e.node.name}_triangle")
+    if symbolic is not None and not isinstance(symbolic[a], int):
+        if e.target != "tract":
+            raise Unmappable(f"a cumulative sum along the axis of symbolic extent {e.symbols.show(symbolic[a])} "
+                             "needs a triangle of that size, which standard NNEF cannot build: export with "
+                             "target='tract'")
+        n = e.extent(symbolic[a])  # the triangle made from tract's ranges: i <= j
+        r = e.op("tract_core_range", 0, n, 1, out_shape=(n.value,))
+        rows, columns = e.op("unsqueeze", r, axes=[1]), e.op("unsqueeze", r, axes=[0])
+        triangle = e.op("cast", e.op("le", rows, columns), generic="scalar")
+    else:
+        triangle = e.constant(torch.triu(torch.ones(n, n)), f"constants/{e.node.name}_triangle")
     swap = list(range(rank))
     swap[a], swap[-1] = swap[-1], swap[a]
     moved = e.op("transpose", x, axes=swap) if a != rank - 1 else x
     flat = e.op("reshape", moved, shape=[-1, n]) if rank != 2 else moved
     summed = e.op("matmul", flat, triangle)
-    summed = e.op("reshape", summed, shape=list(e.shape(moved))) if rank != 2 else summed
+    moved_shape = [e.extent(d) for d in symbolic] if symbolic is not None else list(e.shape(moved))
+    if symbolic is not None:
+        moved_shape[a], moved_shape[-1] = moved_shape[-1], moved_shape[a]
+    summed = e.op("reshape", summed, shape=moved_shape) if rank != 2 else summed
     return like_out(e, e.op("transpose", summed, axes=swap) if a != rank - 1 else summed)
 
 

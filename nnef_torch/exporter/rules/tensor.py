@@ -273,11 +273,30 @@ def index_select(e: Emitter, x: Any, dim: int, index: Any) -> Any:
 @export_rule("gather", "aten.index.Tensor")
 def index(e: Emitter, x: Any, indices: list[Any]) -> Any:
     used = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if e.target == "tract" and len(used) > 1 and all(is_ref(i) and e.dtype(i) == "integer" for _, i in used) \
+            and [d for d, _ in used] == list(range(used[0][0], used[0][0] + len(used))):
+        return _gather_several(e, x, used)
     if len(used) != 1 or not is_ref(used[0][1]) or e.dtype(used[0][1]) != "integer":
         raise Unmappable("only indexing with one integer index tensor has an NNEF form (gather); boolean masks "
                          "and several index tensors do not")
     d, i = used[0]
     return e.op("gather", x, i, axis=d)
+
+
+def _gather_several(e: Emitter, x: Any, used: list[tuple[int, Any]]) -> Any:
+    """`x[i, j]` with index tensors on consecutive axes (the tract target, whose arithmetic is on integers too):
+    those axes merged into one, read at the linear index `i * n_j + j` (the extents written as expressions)."""
+    first, count = used[0][0], len(used)
+    extents = e.symbolic_shape(0) or list(e.shape(x))
+    rank = max(e.rank(i) for _, i in used)
+    linear = None
+    for k, (_, i) in enumerate(used):
+        i = _lead(e, i, rank)
+        stride = sympy.Mul(*[sympy.sympify(n) for n in extents[first + k + 1:first + count]])
+        term = i if stride == 1 else e.op("mul", i, e.extent(stride))
+        linear = term if linear is None else e.op("add", linear, term)
+    merged = e.op("reshape", x, shape=[-1], axis_start=first, axis_count=count)
+    return e.op("gather", merged, linear, axis=first)
 
 
 @export_rule("gather", "aten.embedding.default")
