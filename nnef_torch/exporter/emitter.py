@@ -10,6 +10,7 @@ import torch
 
 from nnef_torch.format import ast
 from nnef_torch.formats.tract_core import declarations as tract_declarations
+from nnef_torch.formats.tract_core import recurrence_fragments
 from nnef_torch.ir.builder import FLOAT_MAX, Builder, Unmappable, literal
 from nnef_torch.ir.graph import Ref
 from nnef_torch.ir.values import Extent
@@ -42,8 +43,8 @@ class Emitter(Builder):
 
     def __init__(self, reserved: Sequence[str] = (), target: str = "standard"):
         library = exporter_fragments()
-        if target == "tract":  # tract's own operations (declared by its registry, not written as fragments)
-            library = {**library, **tract_declarations()}
+        if target == "tract":  # tract's own operations (declared by its registry, not written as fragments), and
+            library = {**library, **tract_declarations(), **recurrence_fragments()}  # recurrences over them
         super().__init__(library, reserved)
         self.target = target
         self.node: torch.fx.Node | None = None  # the ATen node being exported
@@ -53,6 +54,11 @@ class Emitter(Builder):
         # folding); raises Unmappable when the node depends on a graph input
         self.fold: Callable[[torch.fx.Node], torch.Tensor] | None = None
         self.symbols: Any = None  # the trace's symbolic extents (exporter.symbolic.Symbols), or None
+
+    def define(self, name: str) -> None:
+        """Have the document define library fragment `name`, which no operation invokes by name (the body of a
+        `tract_core_scan`, named by a string)."""
+        self._use_fragment(self.library[name])
 
     def symbolic_shape(self, index: int = 0) -> list[Any] | None:
         """The symbolic shape of the node's `index`-th argument (a tensor node), when the trace has symbols and

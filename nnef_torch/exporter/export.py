@@ -9,8 +9,9 @@ from typing import Any
 import torch
 
 from nnef_torch.errors import ExportError
+from nnef_torch.exporter import recurrent
 from nnef_torch.exporter.convert import graph_name, to_ir
-from nnef_torch.exporter.emitter import Emitter, exporter_fragments
+from nnef_torch.exporter.emitter import Emitter
 from nnef_torch.exporter.model import Model
 from nnef_torch.exporter.quantization import (
     QuantExport,
@@ -22,7 +23,7 @@ from nnef_torch.exporter.quantization import (
 from nnef_torch.exporter.symbolic import Symbols, names_from_spec, verify, verify_text
 from nnef_torch.exporter.torch_ao import substitute
 from nnef_torch.exporter.trace import decompose, direct, example_tuple, trace, unwrap
-from nnef_torch.formats.tract_core.target import exported_text
+from nnef_torch.formats.tract_core.target import defined_fragments, exported_text
 from nnef_torch.ir.document import graph_text
 from nnef_torch.ir.graph import Graph
 
@@ -122,12 +123,15 @@ def export_symbolic(module: torch.nn.Module, example_inputs: Any, dynamic_shapes
                     target: str = "standard") -> Model:
     """`module` (already `prepare`d) exported with symbolic extents (or for tract): one trace, then the graph
     read at other values of the symbols to check that nothing in it holds an example extent (`symbolic.verify`)."""
-    built = build(module, example_inputs, options, dynamic_shapes, target)
+    if target == "tract":
+        built = _build_tract(module, example_inputs, options, dynamic_shapes)
+    else:
+        built = build(module, example_inputs, options, dynamic_shapes, target)
     symbols = built.emit.symbols
     if target == "tract":
         graph, storage = store_weights(built.graph, built.emit.data, options)
         dims, ranges = _declared(graph, symbols, built.program)
-        fragments = tuple(name for name in built.emit.fragments if name in exporter_fragments())
+        fragments = tuple(name for name in built.emit.fragments if name in defined_fragments())
         text = exported_text(graph, fragments, dims, ranges)
         model = Model(graph, text, built.emit.data, quant_text(graph), fragments, storage, dims, ranges)
         if symbols is not None:
@@ -139,6 +143,18 @@ def export_symbolic(module: torch.nn.Module, example_inputs: Any, dynamic_shapes
     verify(model.graph, model.fragments, symbols, built.program, model.graph.name)
     dims, ranges = _declared(model.graph, symbols, built.program)
     return dataclasses.replace(model, dims=dims, symbols=ranges)
+
+
+def _build_tract(module: torch.nn.Module, example_inputs: Any, options: QuantExport, dynamic_shapes: Any) -> Built:
+    """`build` for the tract target. A module whose nn.LSTM / nn.GRU torch cannot trace over a symbolic length
+    (torch's loop over time fixes it) is traced again with each of them kept whole, written as tract_core_scan
+    (`exporter.recurrent`); any other module is traced as it is."""
+    try:
+        return build(module, example_inputs, options, dynamic_shapes, "tract")
+    except ExportError:
+        if dynamic_shapes is None or not recurrent.has_recurrence(module):
+            raise
+    return build(recurrent.substitute(module), example_inputs, options, dynamic_shapes, "tract")
 
 
 def _declared(graph: Graph, symbols: Symbols | None, program: torch.export.ExportedProgram

@@ -91,7 +91,7 @@ FACETS: dict[str, tuple[str, ...]] = {
         "elementwise", "fused", "lightnet", "reduce", "sampling", "sorting", "tensor", "training", "border", "conv",
         "pool", "window")),
     "aten": tuple(_RULES + family for family in (
-        "elementwise", "indexing", "nn", "patches", "reduce", "sampling", "tensor")) + (
+        "elementwise", "indexing", "nn", "patches", "recurrence", "reduce", "sampling", "tensor")) + (
         "nnef_torch.exporter.quantization",),
     "import:nnvm": tuple(_NNVM + family for family in (
         "elementwise", "nn", "nnvm_tensor", "nnvm_top", "pooling", "rearrange", "rnn", "spatial", "statistics",

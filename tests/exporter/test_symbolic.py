@@ -378,3 +378,23 @@ def test_hugging_face_gpt2_for_tract_matches_transformers_at_every_length(tmp_pa
         close_all([runnable.run([ids.numpy()])[0].to_numpy()], expected, 1e-4, f"tract at S={length}")
         with torch.no_grad():
             close_all([loaded(ids).numpy()], expected, 1e-4, f"nnef_torch at S={length}")
+
+
+def test_reshape_steps_change_only_the_axis_groups_that_change() -> None:
+    """Worked by hand: matched axis groups stay (NNEF copies them), a changed group is reshaped alone with its
+    one symbolic extent as -1, groups from the last to the first so earlier axes keep their positions."""
+    import sympy
+
+    from nnef_torch.exporter.emitter import Unmappable
+    from nnef_torch.exporter.symbolic import reshape_steps
+
+    b, s = sympy.symbols("b s")
+    examples = {b: 2, s: 8}
+    assert reshape_steps([b, s, 16], [b, s, 4, 4], examples) == [(2, 1, [4, 4])]
+    assert reshape_steps([b, 4, s, 4], [4 * b, s, 4], examples) == [(0, 2, [-1])]
+    assert reshape_steps([b, s, 16], [b, 16 * s], examples) == [(1, 2, [-1])]
+    assert reshape_steps([1, s], [s], examples) == [(0, 2, [-1])]
+    assert reshape_steps([b, 6, s], [b, 2, 3, s, 1], examples) == [(2, 1, [-1, 1]), (1, 1, [2, 3])]
+    assert reshape_steps([b, s], [b, s], examples) == []
+    with pytest.raises(Unmappable, match=r"reshaping \[b\*s\] into \[b, s\]"):
+        reshape_steps([b * s, 16], [b, s, 16], examples)

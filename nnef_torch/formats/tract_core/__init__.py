@@ -27,6 +27,7 @@ from nnef_torch.ir.checker import FRAGMENT_EXTENSION, OPERATOR_EXTENSION
 from nnef_torch.ops.registry import dialect_of, require
 
 DECLARATIONS_FILE = "declarations.nnef"
+RECURRENCE_FILE = "recurrence.nnef"  # recurrent layers as tract_core_scan, written by the exporter's tract target
 REGISTRIES = ("tract_core",)  # `extension tract_registry NAME;` read
 # metadata fragments tract writes and never invokes
 METADATA = ("tract_core_properties",)
@@ -37,6 +38,15 @@ def declarations() -> dict[str, ast.Fragment]:
     require("dialect:tract_core")  # the dialect's ops in its op table
     text = resources.files(__package__).joinpath(DECLARATIONS_FILE).read_text(encoding="utf-8")
     return {fragment.name: fragment for fragment in parse_fragments(text, DECLARATIONS_FILE)}
+
+
+@lru_cache(maxsize=1)
+def recurrence_fragments() -> dict[str, ast.Fragment]:
+    """The fragments the exporter's tract target defines for recurrent layers (`recurrence.nnef`): each layer a
+    `tract_core_scan` over its step fragment. Parsed only: the standard checker refuses tract_core_scan's mixed
+    tuples, so they are checked where the exported text is read back as tract's dialect (`symbolic.verify_text`)."""
+    text = resources.files(__package__).joinpath(RECURRENCE_FILE).read_text(encoding="utf-8")
+    return {fragment.name: fragment for fragment in parse_fragments(text, RECURRENCE_FILE)}
 
 
 def registries(doc: ast.Document) -> tuple[list[str], list[str]]:
@@ -139,4 +149,4 @@ def is_dialect(extensions: tuple[str, ...] | list[str]) -> bool:
     return dialect_of(extensions) == "tract_core"
 
 
-__all__ = ["declarations", "is_dialect", "prepare", "registries"]
+__all__ = ["declarations", "is_dialect", "prepare", "recurrence_fragments", "registries"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from nnef_torch.format import ast
 from nnef_torch.format.parser import parse_expression
 from nnef_torch.format.printer import print_assignment, print_fragment
-from nnef_torch.formats.tract_core import declarations
+from nnef_torch.formats.tract_core import declarations, recurrence_fragments
 from nnef_torch.ir.document import FRAGMENT_EXTENSIONS, graph_document
 from nnef_torch.ir.graph import Graph
 from nnef_torch.stdlib import extension_fragments
@@ -25,8 +25,9 @@ REGISTRY = "tract_registry tract_core"
 def exported_text(graph: Graph, fragments: tuple[str, ...], dims: Mapping[str, tuple[int | str, ...]],
                   symbols: Mapping[str, tuple[int, int | None]]) -> str:
     """The graph.nnef of an exported graph for tract: `dims` gives each input's shape with its symbols by name,
-    `symbols` each symbol's range (lowest, highest or None)."""
-    library = extension_fragments()
+    `symbols` each symbol's range (lowest, highest or None). `fragments` are defined from the exporter's library
+    (`defined_fragments`)."""
+    library = defined_fragments()
     document = graph_document(graph, fragments, {**library, **declarations()})
     lines = ["version 1.0;", "", f"extension {REGISTRY};"]
     if fragments:
@@ -46,6 +47,12 @@ def exported_text(graph: Graph, fragments: tuple[str, ...], dims: Mapping[str, t
     return "\n".join(lines) + "\n"
 
 
+def defined_fragments() -> dict[str, ast.Fragment]:
+    """The fragments a document for tract may define: the exporter's extension library, and the recurrent layers
+    written as tract_core_scan (`recurrence.nnef`)."""
+    return {**extension_fragments(), **recurrence_fragments()}
+
+
 def _declared(statement: ast.Assignment, dims: Mapping[str, tuple[int | str, ...]]) -> ast.Assignment:
     """An `external` statement with its symbolic extents (others as they are)."""
     call = statement.rhs
@@ -60,4 +67,4 @@ def _declared(statement: ast.Assignment, dims: Mapping[str, tuple[int | str, ...
     return dataclasses.replace(statement, rhs=dataclasses.replace(call, args=args))
 
 
-__all__ = ["exported_text"]
+__all__ = ["defined_fragments", "exported_text"]
