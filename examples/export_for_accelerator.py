@@ -1,7 +1,8 @@
 """Export a PyTorch model for an accelerator runtime, and check the files with the tools such a toolchain uses.
 
 A small MobileNet-like classifier (conv-BN-ReLU6 stem, depthwise separable blocks, average pool, linear; eval mode)
-is exported with `nnef_torch.save(model, folder, (x,))` for one fixed input shape. The folder is then read by the
+is exported with `nnef_torch.save(model, folder, (x,), fold_batch_norm=True)` for one fixed input shape (each batch
+norm folded into the convolution before it, as accelerators run them). The folder is then read by the
 Khronos parser with shape inference, run by the Khronos reference executor (`nnef.Session`) and by tract, and each
 output is compared with torch's. Then an 8-bit variant for integer hardware: batch norm folded into the
 convolutions, `nnef_torch.quant.prepare` with per-tensor 8-bit weights and activations, `calibrate`, and an export
@@ -74,7 +75,10 @@ def make_model(size: int) -> nn.Module:
 
 
 def fold_batch_norm(model: nn.Module) -> nn.Module:
-    """A copy with every conv-BN pair replaced by one convolution (what integer accelerators run)."""
+    """A copy with every conv-BN pair replaced by one convolution (what integer accelerators run). The 8-bit path
+    folds the module itself, before `prepare`: its quantizers then observe the folded weights and the folded
+    convolutions' outputs (an export's `fold_batch_norm=True` folds only a batch norm that directly follows its
+    convolution, and here each convolution's output is quantized before its batch norm would run)."""
     model = copy.deepcopy(model)
     for block in model.modules():
         if isinstance(block, nn.Sequential) and len(block) > 1:
@@ -152,7 +156,7 @@ def graph_summary(folder: Path) -> str:
 
 
 def export_float(model: nn.Module, folder: Path, images: torch.Tensor, skipped: list[str]) -> dict[str, Any]:
-    nnef_torch.save(model, folder, (images[:1],))
+    nnef_torch.save(model, folder, (images[:1],), fold_batch_norm=True)
     with torch.no_grad():
         expected = model(images).numpy()
     reimported = nnef_torch.load(folder)

@@ -44,10 +44,13 @@ def test_torch_side_signatures():
     assert all(params[name].default is None for name in ("inputs", "outputs", "batch_size", "batch_axes"))
     params = inspect.signature(nnef_torch.save).parameters
     assert list(params) == ["module", "path", "example_inputs", "quantization", "compress", "progress", "format",
-                            "weights", "dialect", "dynamic_batch", "dynamic_shapes", "target"]
+                            "weights", "dialect", "dynamic_batch", "dynamic_shapes", "target", "fold_batch_norm",
+                            "input_names", "output_names"]
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY and params[name].default is None
-               for name in list(params)[3:] if name != "dynamic_batch")
+               for name in list(params)[3:] if name not in ("dynamic_batch", "fold_batch_norm"))
     assert params["dynamic_batch"].kind is inspect.Parameter.KEYWORD_ONLY and params["dynamic_batch"].default is False
+    assert params["fold_batch_norm"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["fold_batch_norm"].default is False
     assert list(inspect.signature(nnef_torch.NNEFModule.save).parameters) == [
         "self", "path", "compress", "progress", "format", "weights", "dialect", "target"]
     assert issubclass(nnef_torch.NNEFModule, __import__("torch").fx.GraphModule)
@@ -55,7 +58,10 @@ def test_torch_side_signatures():
 
 def test_export_surface():
     params = inspect.signature(nnef_torch.export).parameters
-    assert list(params) == ["module", "example_inputs", "quantization", "dynamic_batch", "dynamic_shapes", "target"]
+    assert list(params) == ["module", "example_inputs", "quantization", "dynamic_batch", "dynamic_shapes", "target",
+                            "fold_batch_norm", "input_names", "output_names"]
+    assert params["fold_batch_norm"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["fold_batch_norm"].default is False
     assert all(params[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and
                params[name].default is inspect.Parameter.empty for name in ("module", "example_inputs"))
     assert params["quantization"].kind is inspect.Parameter.KEYWORD_ONLY and params["quantization"].default is None

@@ -142,6 +142,11 @@ def _read_back_options(path: str, count: int) -> dict[str, Any]:
     return {"inputs": creates[:count]}
 
 
+def _names(value: str | None) -> list[str] | None:
+    """--input-names / --output-names: comma-separated names, in order (checked by nnef_torch.save)."""
+    return None if value is None else [name.strip() for name in value.split(",")]
+
+
 def execute(args: argparse.Namespace) -> int:
     import warnings
 
@@ -153,7 +158,9 @@ def execute(args: argparse.Namespace) -> int:
         nnef_torch.save(module, args.output, inputs, quantization=quantization_options(args.quantization),
                         dynamic_batch=False if args.dynamic_batch is None else args.dynamic_batch,
                         dynamic_shapes=dynamic_shapes(args.dynamic_dim, len(inputs)),
-                        target=None if args.target == "standard" else args.target)
+                        target=None if args.target == "standard" else args.target,
+                        fold_batch_norm=args.fold_batch_norm, input_names=_names(args.input_names),
+                        output_names=_names(args.output_names))
     options = _read_back_options(args.output, len(inputs))
     if args.target == "tract" and args.dynamic_dim:  # its symbols bound to the example extents
         with container.open_model(args.output) as files:
@@ -204,4 +211,11 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
                               "the graph reads at any extent there (nnef_torch.save's dynamic_shapes=)")
     command.add_argument("--target", choices=("standard", "tract"), default="standard",
                          help="standard NNEF (default), or the file tract reads, with the symbols declared")
+    command.add_argument("--fold-batch-norm", action="store_true",
+                         help="fold each inference batch norm into the convolution or linear layer before it "
+                              "(nnef_torch.save's fold_batch_norm=)")
+    command.add_argument("--input-names", metavar="A,B",
+                         help="names of the graph's inputs, in order (nnef_torch.save's input_names=)")
+    command.add_argument("--output-names", metavar="Y",
+                         help="names of the graph's outputs, in order (nnef_torch.save's output_names=)")
     command.set_defaults(handler=execute)

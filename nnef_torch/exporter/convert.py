@@ -24,6 +24,7 @@ from torch.export.graph_signature import InputKind, InputSpec, OutputKind
 
 from nnef_torch.errors import ExportError
 from nnef_torch.exporter.emitter import Emitter, Unmappable
+from nnef_torch.exporter.naming import ModuleNames
 from nnef_torch.exporter.problems import Problem, node_problem
 from nnef_torch.exporter.quantization import QuantExport  # (registers the fake quantization rule)
 from nnef_torch.exporter.symbolic import SYMBOLIC_RULES, TRACT_RULES, Symbols, SymValue, refusal
@@ -99,13 +100,19 @@ def to_ir(program: torch.export.ExportedProgram, name: str, quantization: QuantE
     problems: list[Problem] = []
     internal: list[Exception] = []  # errors in our own rules: reported as problems, the first chained as the cause
     outputs: list[Ref] = []
+    names = ModuleNames()  # tensors named after the module that computed them (exporter/naming.py)
     for node in nodes:
         emit.begin(None)
         if node.op == "placeholder":
             env[node.name] = _placeholder(emit, state, node, inputs.get(node.name), problems)
         elif node.op == "call_function":
-            env[node.name] = _call(emit, table, node, env, problems, internal)
+            env[node.name] = _call(emit, table, node, env, problems, internal, names)
         elif node.op == "output":
+            renamed = names.apply(emit)
+            if symbols is not None:
+                symbols.origins.update(names.origins)
+            env = {key: renamed.get(value.name, value) if isinstance(value, Ref) else value
+                   for key, value in env.items()}
             outputs = _outputs(emit, state, node, env, problems)
         else:  # get_attr / call_module: the subgraph of a higher-order op (torch.cond, ...), reported where used
             env[node.name] = SUBGRAPH
@@ -233,7 +240,7 @@ def _placeholder(emit: Emitter, state: _State, node: torch.fx.Node, spec: InputS
 
 
 def _call(emit: Emitter, table: dict[str, Callable[..., Any]], node: torch.fx.Node, env: dict[str, Any],
-          problems: list[Problem], internal: list[Exception]) -> Any:
+          problems: list[Problem], internal: list[Exception], names: ModuleNames) -> Any:
     target = "getitem" if node.target is operator.getitem else str(node.target)
     if target in _IGNORED:
         return None
@@ -288,9 +295,7 @@ def _call(emit: Emitter, table: dict[str, Callable[..., Any]], node: torch.fx.No
         problems.append(node_problem(node, f"the export rule failed with {type(error).__name__}: {error} "
                                            "(a bug in nnef_torch)"))
         return FAILED
-    if isinstance(result, Ref) and result.name in emit.created:
-        result = emit.rename(result, node.name)
-    return result
+    return names.claim(emit, node, result, node.name)
 
 
 def _getitem(emit: Emitter, values: Any, index: int) -> Any:

@@ -63,9 +63,9 @@ def batch_axes(dynamic_batch: bool | int | Sequence[int | None], count: int) -> 
 
 
 def export_dynamic(module: torch.nn.Module, example_inputs: Any, dynamic_batch: bool | int | Sequence[int | None],
-                   options: QuantExport) -> Model:
+                   options: QuantExport, fold: bool = False) -> Model:
     """`module` (already prepared by `export.prepare`) exported with a variable batch size; the text declares
-    the example batch."""
+    the example batch. `fold`: inference batch norms folded (`exporter.fold`)."""
     inputs = example_tuple(example_inputs)
     axes = _checked_axes(inputs, batch_axes(dynamic_batch, len(inputs)))
     batch = _example_batch(inputs, axes)
@@ -74,8 +74,8 @@ def export_dynamic(module: torch.nn.Module, example_inputs: Any, dynamic_batch: 
     # traced symbolically at the example batch where torch can (it specializes 0 and 1): its guards then say
     # "batch == example" where the code fixes the batch
     deferred = check_symbolic(module, inputs, axes, batch if batch >= 2 else sizes[0])
-    first = build(module, rebatched(inputs, axes, sizes[0]), options)
-    second = build(module, rebatched(inputs, axes, sizes[1]), options)
+    first = build(module, rebatched(inputs, axes, sizes[0]), options, fold=fold)
+    second = build(module, rebatched(inputs, axes, sizes[1]), options, fold=fold)
     if deferred is not None:  # torch could not trace a symbolic batch, though it traces concrete ones
         raise ExportError(f"{name} cannot be exported with a variable batch size: torch.export fails with a "
                           "symbolic batch:", [error_problem(deferred, explain(deferred))]) from deferred

@@ -12,7 +12,9 @@ from nnef_torch.errors import ExportError
 from nnef_torch.exporter import recurrent
 from nnef_torch.exporter.convert import graph_name, to_ir
 from nnef_torch.exporter.emitter import Emitter
+from nnef_torch.exporter.fold import fold_norms
 from nnef_torch.exporter.model import Model
+from nnef_torch.exporter.naming import name_model
 from nnef_torch.exporter.quantization import (
     QuantExport,
     check_calibrated,
@@ -42,7 +44,8 @@ class Built:
 
 def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = None,
            dynamic_batch: bool | int | Sequence[int | None] = False, dynamic_shapes: Any = None,
-           target: str | None = None) -> Model:
+           target: str | None = None, fold_batch_norm: bool = False, input_names: Sequence[str] | None = None,
+           output_names: Sequence[str] | None = None) -> Model:
     """Trace `module` on `example_inputs` (a tensor, or a tuple or list of tensors: forward's positional arguments)
     and return it as an NNEF `Model`.
 
@@ -66,6 +69,15 @@ def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = 
     declared, inputs declared with them, tract's operations where standard NNEF has none (`tract_core_range` for an
     arange over a symbolic length), extents as expressions of the symbols, and no `constant` (tract lacks it).
 
+    fold_batch_norm: fold each inference batch norm (eval-mode nn.BatchNorm1d/2d/3d, F.batch_norm with
+    training=False) into the convolution (conv1d/2d/3d) or linear layer whose only user it is, within float
+    rounding (`nnef_torch.exporter.fold`); under fake quantization the weight's quantizer is scaled with it, and a
+    fold that would not reproduce the fake-quantized module exactly raises `ExportError`.
+
+    input_names, output_names: names of the graph's inputs (`external`s) and outputs, in order (NNEF identifiers,
+    each once; `ExportError` otherwise). Other tensors are named after the module that computed them
+    (`layer1_0_conv1`; see `nnef_torch.exporter.naming`).
+
     The module is not changed: its parameters, buffers, training flags and hooks stay as they were, and the model's
     tensors are the module's own (no copies). Raises `ExportError` listing every problem (operations without an NNEF
     form, value-dependent shapes, non-tensor inputs, unsupported element types) with the user's source line of each.
@@ -79,12 +91,14 @@ def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = 
         if dynamic_batch is not False and dynamic_batch is not None:
             raise ExportError("give dynamic_shapes= (or target='tract') or dynamic_batch=, not both "
                               "(dynamic_batch=True is the dynamic_shapes with one Dim on axis 0 of every input)")
-        return export_symbolic(module, example_inputs, dynamic_shapes, options, target)
-    if dynamic_batch is not False and dynamic_batch is not None:
+        model = export_symbolic(module, example_inputs, dynamic_shapes, options, target, bool(fold_batch_norm))
+    elif dynamic_batch is not False and dynamic_batch is not None:
         from nnef_torch.exporter.dynamic_batch import export_dynamic  # cycle: dynamic_batch imports this module
-        return export_dynamic(module, example_inputs, dynamic_batch, options)
-    built = build(module, example_inputs, options)
-    return finish(built.graph, built.emit.data, built.emit.fragments, options)
+        model = export_dynamic(module, example_inputs, dynamic_batch, options, bool(fold_batch_norm))
+    else:
+        built = build(module, example_inputs, options, fold=bool(fold_batch_norm))
+        model = finish(built.graph, built.emit.data, built.emit.fragments, options)
+    return name_model(model, input_names, output_names, target)
 
 
 def prepare(module: torch.nn.Module) -> torch.nn.Module:
@@ -96,10 +110,12 @@ def prepare(module: torch.nn.Module) -> torch.nn.Module:
 
 
 def build(module: torch.nn.Module, example_inputs: Any, options: QuantExport, dynamic_shapes: Any = None,
-          target: str = "standard") -> Built:
+          target: str = "standard", fold: bool = False) -> Built:
     """`module` (already `prepare`d) traced on `example_inputs` (with the symbolic extents of `dynamic_shapes`)
-    and converted to IR for `target`."""
+    and converted to IR for `target`; with `fold`, inference batch norms folded into the layer before them."""
     program = trace(module, example_inputs, dynamic_shapes)
+    if fold:
+        fold_norms(program)
     name = graph_name(module)
     names = names_from_spec(program, dynamic_shapes, example_tuple(example_inputs)) if dynamic_shapes else None
     if direct(program, module):
@@ -120,13 +136,13 @@ def _symbols(program: torch.export.ExportedProgram, names: dict[str, str] | None
 
 
 def export_symbolic(module: torch.nn.Module, example_inputs: Any, dynamic_shapes: Any, options: QuantExport,
-                    target: str = "standard") -> Model:
+                    target: str = "standard", fold: bool = False) -> Model:
     """`module` (already `prepare`d) exported with symbolic extents (or for tract): one trace, then the graph
     read at other values of the symbols to check that nothing in it holds an example extent (`symbolic.verify`)."""
     if target == "tract":
-        built = _build_tract(module, example_inputs, options, dynamic_shapes)
+        built = _build_tract(module, example_inputs, options, dynamic_shapes, fold)
     else:
-        built = build(module, example_inputs, options, dynamic_shapes, target)
+        built = build(module, example_inputs, options, dynamic_shapes, target, fold)
     symbols = built.emit.symbols
     if target == "tract":
         graph, storage = store_weights(built.graph, built.emit.data, options)
@@ -145,16 +161,17 @@ def export_symbolic(module: torch.nn.Module, example_inputs: Any, dynamic_shapes
     return dataclasses.replace(model, dims=dims, symbols=ranges)
 
 
-def _build_tract(module: torch.nn.Module, example_inputs: Any, options: QuantExport, dynamic_shapes: Any) -> Built:
+def _build_tract(module: torch.nn.Module, example_inputs: Any, options: QuantExport, dynamic_shapes: Any,
+                 fold: bool = False) -> Built:
     """`build` for the tract target. A module whose nn.LSTM / nn.GRU torch cannot trace over a symbolic length
     (torch's loop over time fixes it) is traced again with each of them kept whole, written as tract_core_scan
     (`exporter.recurrent`); any other module is traced as it is."""
     try:
-        return build(module, example_inputs, options, dynamic_shapes, "tract")
+        return build(module, example_inputs, options, dynamic_shapes, "tract", fold)
     except ExportError:
         if dynamic_shapes is None or not recurrent.has_recurrence(module):
             raise
-    return build(recurrent.substitute(module), example_inputs, options, dynamic_shapes, "tract")
+    return build(recurrent.substitute(module), example_inputs, options, dynamic_shapes, "tract", fold)
 
 
 def _declared(graph: Graph, symbols: Symbols | None, program: torch.export.ExportedProgram

@@ -62,6 +62,7 @@ class Symbols:
         self.examples: dict[sympy.Symbol, int] = {}
         self.names: dict[sympy.Symbol, str] = {}
         self.shapes: dict[str, Any] = {}  # node name -> shape (a list of extents) or several, or a SymValue
+        self.origins: dict[str, str] = {}  # tensor name -> node name, where a tensor is named after its module
         self._env: Any = None
         for node in program.graph.nodes:
             self.shapes[node.name] = self._capture(node.meta.get("val"))
@@ -270,6 +271,7 @@ def verify_text(text: str, graph: Graph, symbols: Symbols, program: torch.export
 def _check(graph: Graph, symbols: Symbols, program: torch.export.ExportedProgram, name: str,
            read: Callable[[Mapping[str, tuple[int, ...]]], Graph], first_line: int) -> None:
     nodes = {node.name: node for node in program.graph.nodes}
+    nodes.update({tensor: nodes[node] for tensor, node in symbols.origins.items() if node in nodes})
     for values in symbols.alternatives():
         inputs = {}
         for external in graph.signature.externals:

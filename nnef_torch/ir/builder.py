@@ -301,7 +301,7 @@ class Builder:
         """The finished graph; operations (and variables) nothing depends on are left out, except those named in
         `keep` (operations with side effects, such as a front end's print)."""
         if self._renamed:
-            self.operations[:] = [_replace_refs(op, self._renamed) for op in self.operations]
+            self.operations[:] = [replace_refs(op, self._renamed) for op in self.operations]
             self.variables[:] = [dataclasses.replace(v, name=self._renamed[v.name].name) if v.name in self._renamed
                                  else v for v in self.variables]  # a variable named after the node it stands for
             for old in self._renamed:
@@ -344,12 +344,13 @@ def _invocations(expr: Any) -> Iterator[str]:
                     yield from _invocations(item)
 
 
-def _replace_refs(op: Operation, swap: dict[str, Ref]) -> Operation:
+def replace_refs(op: Operation, swap: Mapping[str, Ref]) -> Operation:
+    """`op` with each tensor named in `swap` (inputs and outputs) replaced by its new `Ref`."""
     def sub(value: Any) -> Any:
         if isinstance(value, Ref):
             return swap.get(value.name, value)
         if isinstance(value, list):
             return [sub(item) for item in value]
         return value
-    return Operation(op.name, {k: sub(v) for k, v in op.inputs.items()}, op.attribs,
-                     {k: sub(v) for k, v in op.outputs.items()}, op.dtype, op.location)
+    return dataclasses.replace(op, inputs={k: sub(v) for k, v in op.inputs.items()},
+                               outputs={k: sub(v) for k, v in op.outputs.items()})

@@ -44,7 +44,7 @@ WRITERS: dict[str, Writer] = {
 FORMATS = tuple(WRITERS)
 DEFAULT = "nnef"
 # how a torch module is traced (writers that take them declare so)
-TRACE_OPTIONS = ("quantization", "dynamic_batch", "dynamic_shapes")
+TRACE_OPTIONS = ("quantization", "dynamic_batch", "dynamic_shapes", "fold_batch_norm", "input_names", "output_names")
 
 
 def writer_for(path: str | os.PathLike, format: str | None = None) -> Writer:
@@ -73,7 +73,8 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
          quantization: Any = None, compress: bool | None = None, progress: bool | None = None,
          format: str | None = None, weights: str | None = None, dialect: str | None = None,
          dynamic_batch: bool | int | Sequence[int | None] = False, dynamic_shapes: Any = None,
-         target: str | None = None) -> None:
+         target: str | None = None, fold_batch_norm: bool = False, input_names: Sequence[str] | None = None,
+         output_names: Sequence[str] | None = None) -> None:
     """Write `module` to `path`, atomically.
 
     format: 'nnef' (a folder, or a .tgz/.tar.gz/.tar archive) or 'lightnet' (LightNet's JSON IR, with its weights
@@ -100,6 +101,12 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
     declared (`extension tract_symbol S;`) and the inputs declared with them; for a module read from a tract_core
     document, its document in tract's form (as `dialect='tract_core'`).
 
+    fold_batch_norm (traced modules): fold each inference batch norm into the convolution or linear layer before
+    it (see `nnef_torch.export`).
+
+    input_names, output_names (NNEF, traced modules): names of the graph's inputs and outputs, in order (see
+    `nnef_torch.export`).
+
     dialect (NNEF, imported modules): 'tract_core' writes a module read from a tract_core document in tract's
     form; by default such a module is written as standard NNEF (README, "Dialects read").
     """
@@ -108,7 +115,9 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
     options = check_options(writer, {"compress": compress, "progress": progress, "weights": weights,
                                      "dialect": dialect, "target": target, "quantization": quantization,
                                      "dynamic_batch": dynamic_batch if dynamic_batch is not False else None,
-                                     "dynamic_shapes": dynamic_shapes})
+                                     "dynamic_shapes": dynamic_shapes,
+                                     "fold_batch_norm": True if fold_batch_norm else None,
+                                     "input_names": input_names, "output_names": output_names})
     trace = {key: options.pop(key) for key in TRACE_OPTIONS if key in options}
     source = source_of(module, example_inputs, dialect=options.get("dialect"), target=options.get("target"), **trace)
     writer.load().write(source, path, **options)

@@ -18,7 +18,8 @@ from nnef_torch.ir.graph import Graph
 from nnef_torch.reader import read_document
 from nnef_torch.writers.source import Source
 
-OPTIONS = ("weights", "progress")  # progress: accepted for a uniform call; LightNet writes two files at once
+# progress: accepted for a uniform call (LightNet writes two files at once); fold_batch_norm: how a module is traced
+OPTIONS = ("weights", "progress", "fold_batch_norm")
 
 
 def write(source: Source, path: str | os.PathLike, *, weights: str | None = None,

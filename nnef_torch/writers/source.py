@@ -57,7 +57,8 @@ def opened_source(source: ModelSource) -> Source:
 
 def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantization: Any = None,
               dynamic_batch: bool | int | Sequence[int | None] | None = None, dialect: str | None = None,
-              dynamic_shapes: Any = None, target: str | None = None) -> Source:
+              dynamic_shapes: Any = None, target: str | None = None, fold_batch_norm: bool | None = None,
+              input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None) -> Source:
     """The `Source` of `module` (DistributedDataParallel and torch.compile wrappers unwrapped)."""
     module = unwrap(module)
     if isinstance(module, NNEFModule):
@@ -68,6 +69,12 @@ def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantizati
             raise NNEFOptionError("dynamic_batch= applies when exporting a torch module; an imported module saves "
                                   "the graph text it was loaded from: load it with batch_size= to run another batch "
                                   "size, or export the original torch module with dynamic_batch=")
+        if fold_batch_norm:
+            raise NNEFOptionError("fold_batch_norm= applies when exporting a torch module; an imported module saves "
+                                  "the graph it was loaded from")
+        if input_names is not None or output_names is not None:
+            raise NNEFOptionError("input_names= and output_names= apply when exporting a torch module; an imported "
+                                  "module saves the graph it was loaded from, with its own names")
         if quantization is not None:
             raise NNEFOptionError("quantization= applies when exporting a torch module; an imported module saves "
                                   "the graph.quant it was loaded with")
@@ -86,7 +93,9 @@ def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantizati
     from nnef_torch.exporter.export import export  # lazy: torch.export and the ATen rules load only to trace
     return Source(model=export(module, example_inputs, quantization=quantization,
                                dynamic_batch=dynamic_batch if dynamic_batch is not None else False,
-                               dynamic_shapes=dynamic_shapes, target=target))
+                               dynamic_shapes=dynamic_shapes, target=target,
+                               fold_batch_norm=bool(fold_batch_norm), input_names=input_names,
+                               output_names=output_names))
 
 
 __all__ = ["Source", "opened_source", "source_of"]

@@ -87,6 +87,21 @@ def test_factory_exported_as_lightnet_and_reimported_equal(tmp_path, capsys, fac
                                    atol=1e-5)
 
 
+@pytest.mark.parametrize("output", ["net", "net.json"])
+def test_fold_batch_norm_folds_into_the_convolution(tmp_path, capsys, factories, output):
+    status, out, err = cli(capsys, "export", f"{factories}:build", "-o", output, "--input-shape", "1,3,8,8",
+                           "--fold-batch-norm")
+    assert status == 0, err
+    if output == "net":
+        assert "batch_normalization" not in (tmp_path / "net" / "graph.nnef").read_text()
+    module = importlib.import_module(factories).build().eval()
+    x = torch.randn(1, 3, 8, 8)
+    options = {"inputs": ["input"]} if output.endswith(".json") else {}
+    with torch.no_grad():
+        torch.testing.assert_close(nnef_torch.load(tmp_path / output, **options)(x), module(x), rtol=1e-5,
+                                   atol=1e-5)
+
+
 def test_module_object_with_two_inputs_and_dtypes_to_an_archive(tmp_path, capsys, factories):
     status, out, err = cli(capsys, "export", f"{factories}:instance", "-o", "lookup.tgz", "--input-shape", "2,3",
                            "--input-shape", "2", "--input-dtype", "float32", "--input-dtype", "int64")
@@ -184,3 +199,13 @@ def test_dynamic_dims_export_standard_and_tract_files(tmp_path, capsys, factorie
     np.testing.assert_allclose(runnable.run([x.numpy()])[0].to_numpy(), expected, rtol=1e-5, atol=1e-5)
     status, _, err = cli(capsys, "export", spec, "-o", "bad", "--input-shape", "2,5,8", "--dynamic-dim", "0:1")
     assert status != 0 and "--dynamic-dim expects INPUT:AXIS=NAME" in err
+
+
+def test_input_and_output_names(tmp_path, capsys, factories):
+    status, out, err = cli(capsys, "export", f"{factories}:build", "-o", "net", "--input-shape", "1,3,8,8",
+                           "--input-names", "image", "--output-names", "logits")
+    assert status == 0, err
+    assert "graph Sequential( image ) -> ( logits )" in (tmp_path / "net" / "graph.nnef").read_text()
+    status, out, err = cli(capsys, "export", f"{factories}:build", "-o", "bad", "--input-shape", "1,3,8,8",
+                           "--input-names", "a,b")
+    assert status != 0 and "input_names= gives 2 name(s)" in err

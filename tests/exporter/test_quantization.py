@@ -123,8 +123,8 @@ def test_entries_parse_and_reimport_bit_identical(row, tmp_path):
 def test_entry_on_the_tensor_itself_or_on_a_copy(tmp_path):
     module = Net(zp(), per_channel_weight(), zp(0.04, 10)).eval()
     model = save(module, tmp_path)
-    assert "fake_quantize = copy(x);" in model.text  # a graph input: quantized through a copy
-    assert set(model.graph.quantization) == {"fake_quantize", "conv_weight", "conv2d"}  # weight, conv result
+    assert "input_q = copy(x);" in model.text  # a graph input: quantized through a copy (named after its module)
+    assert set(model.graph.quantization) == {"input_q", "conv_weight", "conv2d"}  # weight, conv result
     assert model.graph.quantization["conv_weight"].args["scale"] == pytest.approx([0.01, 0.02, 0.015, 0.03])
     assert model.quant_text.count(";") == 3 and (tmp_path / "graph.quant").read_text() == model.quant_text
 
@@ -349,7 +349,7 @@ def test_options():
 def test_save_with_options_and_models_without_quantization(tmp_path):
     module = Net(zp(), None, None).eval()
     nnef_torch.save(module, tmp_path / "q", example_inputs=(X,), quantization={"op": "linear_quantize"})
-    assert (tmp_path / "q" / "graph.quant").read_text().startswith('"fake_quantize": linear_quantize(')
+    assert (tmp_path / "q" / "graph.quant").read_text().startswith('"input_q": linear_quantize(')
     plain = nnef_torch.export(nn.Sequential(nn.Conv2d(3, 4, 3)).eval(), (X,))
     assert plain.quant_text is None and plain.graph.quantization == {}
 
