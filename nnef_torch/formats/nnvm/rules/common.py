@@ -58,3 +58,15 @@ def channel_vector(b: Builder, x: Ref, rank: int, axis_: int = 1) -> Any:
     if b.rank(x) != 1 or axis_ == 0:
         return x
     return b.op("reshape", x, shape=[1] * axis_ + [b.shape(x)[0]])
+
+
+def batch_norm_arguments(b: Builder, node: OpNode) -> tuple[Any, int, int, tuple[Any, ...]]:
+    """A batch norm's input, its rank, its channel axis (the `axis` attribute, 1 by default) and its four
+    per-channel parameters (gamma, beta, moving mean, moving variance), each checked to have the channels' count."""
+    x = node.input(0)
+    rank = b.rank(x)
+    channel = axis(node, node.attrs.int("axis", 1), rank)
+    count = b.shape(x)[channel]
+    params = tuple(node.param(i, [count], what) for i, what in
+                   ((1, "gamma"), (2, "beta"), (3, "moving mean"), (4, "moving variance")))
+    return x, rank, channel, params

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from nnef_torch.formats.nnvm.node import Hidden, OpNode
-from nnef_torch.formats.nnvm.rules.common import axes, axis, channel_vector
+from nnef_torch.formats.nnvm.rules.common import axes, axis, batch_norm_arguments, channel_vector
 from nnef_torch.formats.nnvm.rules.elementwise import log_sigmoid, mish
 from nnef_torch.ir.builder import Builder
 from nnef_torch.ops.registry import import_rule
@@ -127,12 +127,7 @@ def batch_norm(b: Builder, node: OpNode) -> Any:
     node.attrs.float("max_calib_range", None)
     if not 0.0 <= momentum <= 1.0:
         raise node.fail(f"momentum must be in [0, 1], found {momentum}")
-    x = node.input(0)
-    rank = b.rank(x)
-    channel = axis(node, node.attrs.int("axis", 1), rank)
-    count = b.shape(x)[channel]
-    gamma, beta, mean, var = (node.param(i, [count], what) for i, what in
-                              ((1, "gamma"), (2, "beta"), (3, "moving mean"), (4, "moving variance")))
+    x, rank, channel, (gamma, beta, mean, var) = batch_norm_arguments(b, node)
     if rank < 2:
         raise node.fail(f"BatchNorm needs an input of rank 2 or more, found shape {list(b.shape(x))}")
     order = list(range(rank))

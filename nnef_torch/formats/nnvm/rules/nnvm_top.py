@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from nnef_torch.formats.nnvm.node import OpNode
-from nnef_torch.formats.nnvm.rules.common import axes, axis, channel_vector
+from nnef_torch.formats.nnvm.rules.common import axes, axis, batch_norm_arguments, channel_vector
 from nnef_torch.ir.builder import Builder, Unmappable
 from nnef_torch.ir.limits import check_computed
 from nnef_torch.ops.registry import import_rule, refuse_import
@@ -223,12 +223,7 @@ def batch_norm(b: Builder, node: OpNode) -> Any:
     epsilon = node.attrs.float("epsilon", 1e-5)
     node.attrs.float("momentum", 0.9)  # moving statistics only change in training
     center, scale = node.attrs.bool("center", True), node.attrs.bool("scale", True)
-    x = node.input(0)
-    rank = b.rank(x)
-    channel = axis(node, node.attrs.int("axis", 1), rank)
-    count = b.shape(x)[channel]
-    gamma, beta, mean, var = (node.param(i, [count], what) for i, what in
-                              ((1, "gamma"), (2, "beta"), (3, "moving mean"), (4, "moving variance")))
+    x, rank, channel, (gamma, beta, mean, var) = batch_norm_arguments(b, node)
     out = b.op("batch_normalization", x, channel_vector(b, mean, rank, channel),
                channel_vector(b, var, rank, channel), channel_vector(b, beta, rank, channel) if center else 0.0,
                channel_vector(b, gamma, rank, channel) if scale else 1.0, epsilon=float(epsilon))
