@@ -18,7 +18,9 @@ first, every run gets a freshly built module (torch_to_nnef leaves its own tenso
 exports), and `os.sync()` runs before every timed export so one tool's dirty pages do not land on the next one's
 fsync), MB written (the NNEF folder; for onnx+nt also the intermediate .onnx), MB/s (NNEF MB / s), and whether the
 output parses: `nnef.load_graph(folder, lowered=<fragments it defines>)` + `nnef.infer_shapes`, with its operation
-and variable counts so that an empty or truncated graph shows. Ratios are tool seconds / ours (> 1: ours is faster).
+and variable counts so that an empty or truncated graph shows (bench/bench_export_ops.py compares those counts,
+with ours also exported with fold_batch_norm=True as torch.onnx folds batch norms). Ratios are tool seconds / ours
+(> 1: ours is faster).
 Target (issue 4): ours >= 3x faster than torch_to_nnef. No timing is asserted anywhere; this script only prints.
 """
 from __future__ import annotations

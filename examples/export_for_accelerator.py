@@ -1,12 +1,15 @@
 """Export a PyTorch model for an accelerator runtime, and check the files with the tools such a toolchain uses.
 
 A small MobileNet-like classifier (conv-BN-ReLU6 stem, depthwise separable blocks, average pool, linear; eval mode)
-is exported with `nnef_torch.save(model, folder, (x,), fold_batch_norm=True)` for one fixed input shape (each batch
-norm folded into the convolution before it, as accelerators run them). The folder is then read by the
-Khronos parser with shape inference, run by the Khronos reference executor (`nnef.Session`) and by tract, and each
-output is compared with torch's. Then an 8-bit variant for integer hardware: batch norm folded into the
-convolutions, `nnef_torch.quant.prepare` with per-tensor 8-bit weights and activations, `calibrate`, and an export
-with graph.quant and int8 weight codes in the .dat files, which tract runs in integer arithmetic.
+is exported with `nnef_torch.save(model, folder, (x,), fold_batch_norm=True, ops=ACCELERATOR_OPS)` for one fixed
+input shape: each batch norm folded into the convolution before it, as accelerators run them, and only operations
+of the list an accelerator's importer maps (AMD MIVisionX's NNEF importer: 28 names, no fragments; a fragment
+outside the list would be expanded, and an operation the list cannot express would stop the export). The folder
+is then read by the Khronos parser with shape inference, run by the Khronos reference executor (`nnef.Session`) and
+by tract, and each output is compared with torch's. Then an 8-bit variant for integer hardware: batch norm folded
+into the convolutions (by `fold_batch_norm` below, before quantizing: see why there), `nnef_torch.quant.prepare`
+with per-tensor 8-bit weights and activations, `calibrate`, and an export with graph.quant and int8 weight codes in
+the .dat files (the same operation list), which tract runs in integer arithmetic.
 Each consumer is optional: a missing package is reported as skipped.
 
     python examples/export_for_accelerator.py [--out FOLDER] [--size PIXELS]
@@ -34,6 +37,12 @@ import nnef_torch
 from nnef_torch.quant import FakeQuantize, QuantConfig, calibrate, prepare
 
 CLASSES = 10
+# the operations AMD MIVisionX's NNEF importer maps (model_compiler/python/nnef_to_nnir.py), besides external and
+# variable; it has no fragments and raises on any other name
+ACCELERATOR_OPS = ["conv", "deconv", "batch_normalization", "avg_pool", "max_pool", "mean_reduce", "relu", "add",
+                   "mul", "sub", "div", "min", "max", "matmul", "linear", "softmax", "local_response_normalization",
+                   "slice", "concat", "leaky_relu", "sigmoid", "reshape", "squeeze", "unsqueeze", "transpose", "copy",
+                   "clamp", "nearest_upsample"]
 
 
 def conv_bn_relu6(inputs: int, outputs: int, kernel: int = 3, stride: int = 1, groups: int = 1) -> nn.Sequential:
@@ -77,8 +86,11 @@ def make_model(size: int) -> nn.Module:
 def fold_batch_norm(model: nn.Module) -> nn.Module:
     """A copy with every conv-BN pair replaced by one convolution (what integer accelerators run). The 8-bit path
     folds the module itself, before `prepare`: its quantizers then observe the folded weights and the folded
-    convolutions' outputs (an export's `fold_batch_norm=True` folds only a batch norm that directly follows its
-    convolution, and here each convolution's output is quantized before its batch norm would run)."""
+    convolutions' outputs. An export's `fold_batch_norm=True` cannot do this fold: it folds a batch norm only where
+    it is the convolution's only user, and `prepare` quantizes each convolution's output before its batch norm
+    runs; it keeps the module's function, s * Q(weight), which needs per-channel weight quantizers, where tract's
+    integer convolution takes per-tensor ones; and the model integer hardware runs is Q(s * weight), the folded
+    weight quantized."""
     model = copy.deepcopy(model)
     for block in model.modules():
         if isinstance(block, nn.Sequential) and len(block) > 1:
@@ -156,7 +168,7 @@ def graph_summary(folder: Path) -> str:
 
 
 def export_float(model: nn.Module, folder: Path, images: torch.Tensor, skipped: list[str]) -> dict[str, Any]:
-    nnef_torch.save(model, folder, (images[:1],), fold_batch_norm=True)
+    nnef_torch.save(model, folder, (images[:1],), fold_batch_norm=True, ops=ACCELERATOR_OPS)
     with torch.no_grad():
         expected = model(images).numpy()
     reimported = nnef_torch.load(folder)
@@ -176,7 +188,7 @@ def export_8_bit(model: nn.Module, folder: Path, images: torch.Tensor, calibrati
     quantized = prepare(folded, QuantConfig(bits=8, weights={"per_channel": False}))
     calibrate(quantized, calibration.split(8))
     quantized.eval()
-    nnef_torch.save(quantized, folder, (images[:1],), quantization={"weights": "quantized"})
+    nnef_torch.save(quantized, folder, (images[:1],), quantization={"weights": "quantized"}, ops=ACCELERATOR_OPS)
     with torch.no_grad():
         expected, float_output, original = quantized(images).numpy(), folded(images).numpy(), model(images).numpy()
     output_quantizer = cast(FakeQuantize, quantized.get_submodule("classifier.output_quantizer"))

@@ -45,7 +45,7 @@ def test_torch_side_signatures():
     params = inspect.signature(nnef_torch.save).parameters
     assert list(params) == ["module", "path", "example_inputs", "quantization", "compress", "progress", "format",
                             "weights", "dialect", "dynamic_batch", "dynamic_shapes", "target", "fold_batch_norm",
-                            "input_names", "output_names"]
+                            "input_names", "output_names", "ops"]
     assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY and params[name].default is None
                for name in list(params)[3:] if name not in ("dynamic_batch", "fold_batch_norm"))
     assert params["dynamic_batch"].kind is inspect.Parameter.KEYWORD_ONLY and params["dynamic_batch"].default is False
@@ -59,7 +59,8 @@ def test_torch_side_signatures():
 def test_export_surface():
     params = inspect.signature(nnef_torch.export).parameters
     assert list(params) == ["module", "example_inputs", "quantization", "dynamic_batch", "dynamic_shapes", "target",
-                            "fold_batch_norm", "input_names", "output_names"]
+                            "fold_batch_norm", "input_names", "output_names", "ops"]
+    assert params["ops"].kind is inspect.Parameter.KEYWORD_ONLY and params["ops"].default is None
     assert params["fold_batch_norm"].kind is inspect.Parameter.KEYWORD_ONLY
     assert params["fold_batch_norm"].default is False
     assert all(params[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and

@@ -11,6 +11,7 @@ import nnef_torch
 from nnef_torch import formats
 from nnef_torch.cli.common import CLIError, add_verb, shape
 from nnef_torch.cli.report import summary
+from nnef_torch.errors import NNEFError
 from nnef_torch.format import container
 from nnef_torch.format.parser import parse_document
 from nnef_torch.formats.json_file import read_json
@@ -19,6 +20,7 @@ from nnef_torch.reader import read_model
 if TYPE_CHECKING:
     import torch
 
+OPS_FILE_BYTES = 1 << 20  # an --ops file lists operation names: far less than this
 INPUT_DTYPES = ("float32", "float16", "float64", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
 
 
@@ -147,6 +149,23 @@ def _names(value: str | None) -> list[str] | None:
     return None if value is None else [name.strip() for name in value.split(",")]
 
 
+def ops_list(path: str | None) -> list[str] | None:
+    """--ops FILE: the operation names of a text file, one a line (or separated by spaces or commas); `#` starts a
+    comment. The names are checked by nnef_torch.save."""
+    if path is None:
+        return None
+    try:
+        text = str(container.read_file(path, max_bytes=OPS_FILE_BYTES), "utf-8")
+    except NNEFError as error:
+        raise CLIError(f"--ops {path}: {error.message}") from None
+    except UnicodeDecodeError as error:
+        raise CLIError(f"--ops {path}: not a UTF-8 text file ({error})") from None
+    names = [name for line in text.splitlines() for name in line.split("#", 1)[0].replace(",", " ").split()]
+    if not names:
+        raise CLIError(f"--ops {path}: the file names no operation (one NNEF operation name a line)")
+    return names
+
+
 def execute(args: argparse.Namespace) -> int:
     import warnings
 
@@ -160,7 +179,7 @@ def execute(args: argparse.Namespace) -> int:
                         dynamic_shapes=dynamic_shapes(args.dynamic_dim, len(inputs)),
                         target=None if args.target == "standard" else args.target,
                         fold_batch_norm=args.fold_batch_norm, input_names=_names(args.input_names),
-                        output_names=_names(args.output_names))
+                        output_names=_names(args.output_names), ops=ops_list(args.ops))
     options = _read_back_options(args.output, len(inputs))
     if args.target == "tract" and args.dynamic_dim:  # its symbols bound to the example extents
         with container.open_model(args.output) as files:
@@ -185,7 +204,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
          "export qat_models:tuned -o qat.nnef --input-shape 1,1,28,28 --quantization weights=quantized",
          "export mymodels:build_net -o net.json --input-shape 1,3,224,224   # LightNet JSON IR + net.wts",
          "export mymodels:build_net -o net/ --input-shape 1,3,224,224 --dynamic-batch   # any batch size",
-         "export mymodels:decoder -o dec/ --input-shape 1,16,64 --dynamic-dim 0:1=S:1:2048 --target tract"],
+         "export mymodels:decoder -o dec/ --input-shape 1,16,64 --dynamic-dim 0:1=S:1:2048 --target tract",
+         "export mymodels:build_net -o net/ --input-shape 1,3,224,224 --fold-batch-norm --ops accelerator_ops.txt"],
         "SPEC is package.module:factory, imported with the current folder on sys.path (as `python -m` does):\n"
         "a callable returning an nn.Module, or an nn.Module object. The module runs in eval mode unless --train.\n"
         "The written model is read back and checked with nnef_torch's own reader.")
@@ -218,4 +238,9 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
                          help="names of the graph's inputs, in order (nnef_torch.save's input_names=)")
     command.add_argument("--output-names", metavar="Y",
                          help="names of the graph's outputs, in order (nnef_torch.save's output_names=)")
+    command.add_argument("--ops", metavar="FILE",
+                         help="write only the NNEF operations listed in FILE (one name a line, # comments; "
+                              "external and variable are always allowed), as an accelerator's importer needs: "
+                              "fragments outside the list (linear, gelu_erf, ...) are expanded into their bodies, and "
+                              "an operation still outside it stops the export, naming it (nnef_torch.save's ops=)")
     command.set_defaults(handler=execute)

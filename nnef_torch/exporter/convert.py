@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import operator
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -24,7 +25,7 @@ from torch.export.graph_signature import InputKind, InputSpec, OutputKind
 
 from nnef_torch.errors import ExportError
 from nnef_torch.exporter.emitter import Emitter, Unmappable
-from nnef_torch.exporter.naming import ModuleNames
+from nnef_torch.exporter.naming import Documents, ModuleNames
 from nnef_torch.exporter.problems import Problem, node_problem
 from nnef_torch.exporter.quantization import QuantExport  # (registers the fake quantization rule)
 from nnef_torch.exporter.symbolic import SYMBOLIC_RULES, TRACT_RULES, Symbols, SymValue, refusal
@@ -81,17 +82,22 @@ def graph_name(module: torch.nn.Module) -> str:
 
 
 def to_ir(program: torch.export.ExportedProgram, name: str, quantization: QuantExport | None = None,
-          symbols: Symbols | None = None, target: str = "standard") -> tuple[Graph, Emitter]:
+          symbols: Symbols | None = None, target: str = "standard", module: torch.nn.Module | None = None
+          ) -> tuple[Graph, Emitter]:
     """The IR graph of `program`; raises `ExportError` listing every problem found. `quantization` says how fake
     quantization is written (graph.quant entries by default); `symbols`, the symbolic extents of a trace with
     `dynamic_shapes` (the graph is built at the example extents, its attributes relative to them); `target`
-    'tract' writes tract's operations where standard NNEF has none, and extents as expressions of the symbols."""
+    'tract' writes tract's operations where standard NNEF has none, and extents as expressions of the symbols;
+    `module`, the module traced: the documents of the imported modules in it name their tensors (naming.py)."""
     signature = program.graph_signature
     inputs = {spec.arg.name: spec for spec in signature.input_specs if hasattr(spec.arg, "name")}
     nodes = list(program.graph.nodes)
-    emit = Emitter(reserved=[node.name for node in nodes], target=target)
+    documents = Documents.of(module)
+    emit = Emitter(reserved=[node.name for node in nodes] + sorted(documents.names if documents else ()),
+                   target=target)
     emit.symbols = symbols
-    state = _State(program)
+    emit.document_tensor = documents.tensor if documents is not None else None
+    state = _State(program, documents)
     emit.fold = state.fold
     emit.quant_options = quantization
     seen: set[str] = set()  # tensors already the value of a node: a second node with the same value aliases it
@@ -100,7 +106,7 @@ def to_ir(program: torch.export.ExportedProgram, name: str, quantization: QuantE
     problems: list[Problem] = []
     internal: list[Exception] = []  # errors in our own rules: reported as problems, the first chained as the cause
     outputs: list[Ref] = []
-    names = ModuleNames()  # tensors named after the module that computed them (exporter/naming.py)
+    names = ModuleNames(documents)  # after their document tensor or module (exporter/naming.py)
     for node in nodes:
         emit.begin(None)
         if node.op == "placeholder":
@@ -135,7 +141,7 @@ class _State:
     A tensor reachable under several names (a tied weight: an embedding shared with the output projection) is one
     variable, labelled by its first name."""
 
-    def __init__(self, program: torch.export.ExportedProgram):
+    def __init__(self, program: torch.export.ExportedProgram, documents: Documents | None = None):
         self.values: dict[str, torch.Tensor] = {**program.constants, **program.state_dict}
         first: dict[int, str] = {}
         for target, value in list(program.state_dict.items()) + list(program.constants.items()):
@@ -144,6 +150,10 @@ class _State:
         names = _parametrized_names(self.values)
         self.labels = {target: label(names.get(first.get(id(value), target), first.get(id(value), target)))
                        for target, value in self.values.items()}
+        # an imported module's variables and inputs keep its document's labels and names
+        self.labels = documents.labels(self.labels) if documents is not None else self.labels
+        self.variable_names = documents.variable_names(self.labels) if documents is not None else {}
+        self.input_names = documents.inputs if documents is not None else {}
         self.refs: dict[str, Ref] = {}  # label -> the variable written for it
         self.output_specs = program.graph_signature.output_specs
         self.inputs = {spec.arg.name: spec for spec in program.graph_signature.input_specs
@@ -217,7 +227,7 @@ def _placeholder(emit: Emitter, state: _State, node: torch.fx.Node, spec: InputS
             return FAILED
         if _bad_dtype(value, where, problems):
             return FAILED
-        return emit.external(node.name, value)
+        return emit.external(state.input_names.get(node.name, node.name), value)
     if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
         tensor = state.values.get(spec.target)
         if not isinstance(tensor, torch.Tensor):
@@ -233,7 +243,7 @@ def _placeholder(emit: Emitter, state: _State, node: torch.fx.Node, spec: InputS
                 problems.append(Problem(f"constant '{spec.target}': {why}"))
                 return FAILED
         if key not in state.refs:
-            state.refs[key] = emit.variable(key, tensor.detach())
+            state.refs[key] = emit.variable(key, tensor.detach(), state.variable_names.get(key))
         return state.refs[key]
     problems.append(Problem(f"{where} of kind {spec.kind.name} has no NNEF form"))
     return FAILED
@@ -309,11 +319,15 @@ def _outputs(emit: Emitter, state: _State, node: torch.fx.Node, env: dict[str, A
     outputs: list[Ref] = []
     emit.begin(None)
     declared = {op.outputs["output"].name for op in emit.operations if op.name in ("external", "variable")}
+    dropped: list[str] = []  # buffers the module assigns, which the tract target does not write
     for spec, value in zip(state.output_specs, values):
         ref = env.get(value.name) if isinstance(value, torch.fx.Node) else value
         if ref is FAILED:
             continue  # already reported
         if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
+            if emit.target == "tract":  # tract has no `update` (no state kept between runs): the outputs only
+                dropped.append(spec.target)
+                continue
             variable = state.refs.get(state.labels.get(spec.target, label(spec.target)))
             if variable is None or not isinstance(ref, Ref):
                 problems.append(Problem(f"buffer '{spec.target}' is assigned a {type(ref).__name__}, not a tensor"))
@@ -332,6 +346,11 @@ def _outputs(emit: Emitter, state: _State, node: torch.fx.Node, env: dict[str, A
                                     "read-only: work on a copy (`x = x + 1` instead of `x.add_(1)`)"))
         else:
             problems.append(Problem(f"output {spec.arg} of kind {spec.kind.name} has no NNEF form"))
+    if dropped:
+        warnings.warn(f"target='tract' leaves out the updates of {len(dropped)} buffer(s) ({', '.join(dropped[:3])}"
+                      f"{', ...' if len(dropped) > 3 else ''}): tract keeps no state between runs, so the graph "
+                      "computes the module's outputs only. Call module.eval() before exporting to write the "
+                      "inference graph", stacklevel=2)
     return outputs
 
 

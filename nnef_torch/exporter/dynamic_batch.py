@@ -432,6 +432,8 @@ def _read_back(model: Model, rewrite: _Rewrite, sizes: tuple[int, int], batch: i
         if shapes is None:
             return {name: tensor.shape for name, tensor in read.tensors.items()}
         for op in graph.operations:
+            if op.name == "variable":  # declared, maybe in the shape its readers take (exporter.variable_shapes)
+                continue
             for ref in op.output_refs():
                 found = read.tensors.get(ref.name)
                 if found is not None and ref.name in shapes and found.shape != tuple(shapes[ref.name]):

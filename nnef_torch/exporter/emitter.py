@@ -3,11 +3,13 @@ exported, folds constants, and takes torch tensors as inputs, variables and cons
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from nnef_torch.exporter.tract_forms import FORMS as TRACT_FORMS
 from nnef_torch.format import ast
 from nnef_torch.formats.tract_core import declarations as tract_declarations
 from nnef_torch.formats.tract_core import recurrence_fragments
@@ -54,6 +56,9 @@ class Emitter(Builder):
         # folding); raises Unmappable when the node depends on a graph input
         self.fold: Callable[[torch.fx.Node], torch.Tensor] | None = None
         self.symbols: Any = None  # the trace's symbolic extents (exporter.symbolic.Symbols), or None
+        # the document tensor a traced node computes, where the traced module holds imported ones (naming.Documents)
+        self.document_tensor: Callable[[torch.fx.Node], str | None] | None = None
+        self.sources: dict[str, torch.fx.Node] = {}  # tensor name -> the traced node it was written for
 
     def define(self, name: str) -> None:
         """Have the document define library fragment `name`, which no operation invokes by name (the body of a
@@ -89,6 +94,9 @@ class Emitter(Builder):
             kind = attribs.pop("generic")
             return super().op("tract_core_cast", *inputs, to=TRACT_TYPES[kind], generic=kind,
                               out_shape=self.shape(inputs[0]), **attribs)
+        form = TRACT_FORMS.get(name) if self.target == "tract" else None
+        if form is not None:  # a standard op tract lacks or reads otherwise, in a form it reads (tract_forms.py)
+            return form(self, functools.partial(super().op, name), *inputs, **attribs)
         result = super().op(name, *inputs, **attribs)
         if name in TRACT_NAMES and self.target == "tract":  # the same operation under tract's name
             self.operations[-1] = dataclasses.replace(self.operations[-1], name=TRACT_NAMES[name])
@@ -103,6 +111,18 @@ class Emitter(Builder):
         """Start writing the operations of `node`."""
         self.node = node
         super().begin(node.name if node is not None else None)
+
+    def rename(self, ref: Ref, name: str, own: str | None = None) -> Ref:
+        renamed = super().rename(ref, name, own)
+        if ref.name in self.sources:
+            self.sources[renamed.name] = self.sources[ref.name]
+        return renamed
+
+    def _new(self, base: str, dtype: str | None, shape: Any, own: bool = False) -> Ref:
+        ref = super()._new(base, dtype, shape, own)
+        if self.node is not None:
+            self.sources[ref.name] = self.node
+        return ref
 
     def external(self, name: str, value: torch.Tensor) -> Ref:  # type: ignore[override]
         return super().external(name, nnef_type(value.dtype), list(value.shape))

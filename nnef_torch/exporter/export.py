@@ -22,9 +22,12 @@ from nnef_torch.exporter.quantization import (
     quant_text,
     store_weights,
 )
+from nnef_torch.exporter.restrict import checked_ops, restrict_model
+from nnef_torch.exporter.shape_chains import merge_shape_chains
 from nnef_torch.exporter.symbolic import Symbols, names_from_spec, verify, verify_text
 from nnef_torch.exporter.torch_ao import substitute
 from nnef_torch.exporter.trace import decompose, direct, example_tuple, trace, unwrap
+from nnef_torch.exporter.variable_shapes import declare_read_shapes
 from nnef_torch.formats.tract_core.target import defined_fragments, exported_text
 from nnef_torch.ir.document import graph_text
 from nnef_torch.ir.graph import Graph
@@ -45,7 +48,7 @@ class Built:
 def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = None,
            dynamic_batch: bool | int | Sequence[int | None] = False, dynamic_shapes: Any = None,
            target: str | None = None, fold_batch_norm: bool = False, input_names: Sequence[str] | None = None,
-           output_names: Sequence[str] | None = None) -> Model:
+           output_names: Sequence[str] | None = None, ops: Sequence[str] | None = None) -> Model:
     """Trace `module` on `example_inputs` (a tensor, or a tuple or list of tensors: forward's positional arguments)
     and return it as an NNEF `Model`.
 
@@ -67,7 +70,9 @@ def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = 
 
     target: 'standard' (the default) or 'tract': the text tract reads (`formats.tract_core.target`): symbols
     declared, inputs declared with them, tract's operations where standard NNEF has none (`tract_core_range` for an
-    arange over a symbolic length), extents as expressions of the symbols, and no `constant` (tract lacks it).
+    arange over a symbolic length), extents as expressions of the symbols, and no `constant` (tract lacks it);
+    standard ops tract lacks in forms it reads (`exporter/tract_forms.py`); buffer updates (a training batch norm's
+    running statistics) are left out, as tract keeps no state between runs: the outputs are the module's.
 
     fold_batch_norm: fold each inference batch norm (eval-mode nn.BatchNorm1d/2d/3d, F.batch_norm with
     training=False) into the convolution (conv1d/2d/3d) or linear layer whose only user it is, within float
@@ -78,6 +83,12 @@ def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = 
     each once; `ExportError` otherwise). Other tensors are named after the module that computed them
     (`layer1_0_conv1`; see `nnef_torch.exporter.naming`).
 
+    ops: the NNEF operations the graph may use (an accelerator importer's list; `external` and `variable` always):
+    every fragment not in the list (a compound standard op such as `linear`, an extension fragment such as
+    `gelu_erf`) is expanded into its body until each operation is in it, and the document defines only the
+    fragments it still uses (`nnef_torch.exporter.restrict`). `ExportError` names every operation left outside,
+    with its source line, and an unknown name. Standard target only.
+
     The module is not changed: its parameters, buffers, training flags and hooks stay as they were, and the model's
     tensors are the module's own (no copies). Raises `ExportError` listing every problem (operations without an NNEF
     form, value-dependent shapes, non-tensor inputs, unsupported element types) with the user's source line of each.
@@ -86,6 +97,8 @@ def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = 
     target = target or "standard"
     if target not in TARGETS:
         raise ExportError(f"target must be one of {', '.join(map(repr, TARGETS))}, not {target!r}")
+    allowed = checked_ops(ops, target)
+    locate = None
     module = prepare(module)
     if dynamic_shapes is not None or target == "tract":
         if dynamic_batch is not False and dynamic_batch is not None:
@@ -97,7 +110,10 @@ def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = 
         model = export_dynamic(module, example_inputs, dynamic_batch, options, bool(fold_batch_norm))
     else:
         built = build(module, example_inputs, options, fold=bool(fold_batch_norm))
-        model = finish(built.graph, built.emit.data, built.emit.fragments, options)
+        model = finish(merge_shape_chains(built.graph), built.emit.data, built.emit.fragments, options)
+        locate = built.emit.sources.get
+    if allowed is not None:
+        model = restrict_model(model, allowed, locate)
     return name_model(model, input_names, output_names, target)
 
 
@@ -120,11 +136,11 @@ def build(module: torch.nn.Module, example_inputs: Any, options: QuantExport, dy
     names = names_from_spec(program, dynamic_shapes, example_tuple(example_inputs)) if dynamic_shapes else None
     if direct(program, module):
         try:
-            return Built(*to_ir(program, name, options, _symbols(program, names), target), program)
+            return Built(*to_ir(program, name, options, _symbols(program, names), target, module), program)
         except ExportError:  # a rule met a case only the decomposition covers; the decomposed graph decides
             pass
     program = decompose(program, name)
-    return Built(*to_ir(program, name, options, _symbols(program, names), target), program)
+    return Built(*to_ir(program, name, options, _symbols(program, names), target, module), program)
 
 
 def _symbols(program: torch.export.ExportedProgram, names: dict[str, str] | None) -> Symbols | None:
@@ -145,11 +161,13 @@ def export_symbolic(module: torch.nn.Module, example_inputs: Any, dynamic_shapes
         built = build(module, example_inputs, options, dynamic_shapes, target, fold)
     symbols = built.emit.symbols
     if target == "tract":
-        graph, storage = store_weights(built.graph, built.emit.data, options)
+        graph = built.graph if symbols is not None else merge_shape_chains(built.graph)  # static shapes only
+        graph, storage = store_weights(graph, built.emit.data, options)
+        graph, data = declare_read_shapes(graph, built.emit.data)
         dims, ranges = _declared(graph, symbols, built.program)
         fragments = tuple(name for name in built.emit.fragments if name in defined_fragments())
         text = exported_text(graph, fragments, dims, ranges)
-        model = Model(graph, text, built.emit.data, quant_text(graph), fragments, storage, dims, ranges)
+        model = Model(graph, text, data, quant_text(graph), fragments, storage, dims, ranges)
         if symbols is not None:
             verify_text(model.text, graph, symbols, built.program, graph.name)
         return model
@@ -189,8 +207,10 @@ def _declared(graph: Graph, symbols: Symbols | None, program: torch.export.Expor
 
 
 def finish(graph: Graph, data: dict[str, torch.Tensor], fragments: Sequence[str], options: QuantExport) -> Model:
-    """The `Model` of an IR graph: its text, its tensors and its graph.quant."""
+    """The `Model` of an IR graph: its text, its tensors and its graph.quant; each variable declared in the shape
+    its consumers read (`variable_shapes`)."""
     graph, storage = store_weights(graph, data, options)
+    graph, data = declare_read_shapes(graph, data)
     try:
         text = graph_text(graph, fragments)
     except ExportError as error:  # a value NNEF cannot write (an infinite attribute), named and located

@@ -3,8 +3,9 @@ that write weights quantized.
 
 By default a fake quantizer becomes a graph.quant entry on the tensor it quantizes; the node's value is that same
 tensor. When the tensor is also read unquantized (another user, an alias, a graph output), is a graph input (a
-consumer computing in quantized types, tract, would then expect quantized inputs) or already has an entry, a
-`copy` is written and the entry goes on the copy. The parameters (zero point and scale, or the range) are folded
+consumer computing in quantized types, tract, would then expect quantized inputs; except an imported document's
+input that its own graph.quant quantizes, `exporter/naming.py`) or already has an entry, a `copy` is written and
+the entry goes on the copy. The parameters (zero point and scale, or the range) are folded
 to numbers from the module's state; their variables are left out of the graph when nothing else reads them.
 
 Options (`QuantExport`, or a dict of its fields, given as `quantization=` to `nnef_torch.export` / `save`):
@@ -17,7 +18,9 @@ Options (`QuantExport`, or a dict of its fields, given as `quantization=` to `nn
   exactly halfway between two grid points goes to the other neighbour (and float rounding of the converted
   parameters can move points within an ulp).
 - `inline`: write the quantization ops in graph.nnef instead (per-channel parameters as `constant`, or as the
-  module's own variables).
+  module's own variables). For target="tract", graph.quant entries are written only with weights="quantized"
+  (tract computes in its quantized types, one scale per tensor); otherwise each quantizer is written as the
+  arithmetic of its definition, exact in float (`quantization_tract.py`).
 - `weights`: "float" keeps .dat files float. "quantized" stores variables with a zero_point / linear entry as
   integer codes (8-bit containers up to 8 bits, 16 or 32 beyond; signed per the entry), and gives the float bias
   of a conv / deconv / linear whose input and filter have zero_point entries the entry
@@ -36,6 +39,7 @@ import torch
 
 from nnef_torch.errors import ExportError
 from nnef_torch.exporter.emitter import Emitter, Unmappable
+from nnef_torch.exporter.quantization_tract import per_channel, quantize_inline
 from nnef_torch.format.quant_file import QuantSpec, print_quantization
 from nnef_torch.importer.weights import Storage
 from nnef_torch.ir.graph import Graph, Operation, Ref
@@ -115,6 +119,8 @@ def fake_quantize(e: Emitter, x: Any, a: Any, b: Any, op: str, bits: int, signed
     spec = QuantSpec(op, {**values, **{key: flags[key] for key in FLAGS[op]}})
     if options.op is not None and options.op != op:
         spec, given = convert_spec(spec, options.op), {}
+    if e.target == "tract" and (options.inline or options.weights == "float" or per_channel(spec)):
+        return quantize_inline(e, x, spec, options.weights)  # the form tract reads (quantization_tract.py)
     if options.inline:
         return _inline(e, x, spec, given)
     if _read_elsewhere(e, x):
@@ -144,10 +150,13 @@ def _fold(e: Emitter, node: Any, name: str, shape: tuple[int, ...]) -> Any:
 
 
 def _read_elsewhere(e: Emitter, x: Ref) -> bool:
-    """Whether an entry on x itself would also quantize reads of x that the module makes unquantized."""
+    """Whether an entry on x itself would also quantize reads of x that the module makes unquantized, or x is a
+    graph input (unless an imported document, traced, has its own entry on this input of its own)."""
     source = e.node.args[0]
-    return (len(source.users) > 1 or x.name in e.shared or x.name in e.quantization
-            or any(external.name == x.name for external in e.externals))
+    external = any(external.name == x.name for external in e.externals)
+    if external and e.document_tensor is not None and e.document_tensor(e.node) == x.name:
+        external = False
+    return len(source.users) > 1 or x.name in e.shared or x.name in e.quantization or external
 
 
 def _inline(e: Emitter, x: Ref, spec: QuantSpec, given: dict[str, Any]) -> Ref:

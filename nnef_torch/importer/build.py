@@ -2,7 +2,10 @@
 op function makes when traced, graph.quant entries a call of a `FakeQuantize` submodule (`fake_quant.<tensor>`; a
 custom quantization fragment or a `custom_ops` override stays a function call), updates `write_state` calls at the end.
 
-The generated `forward` is straight-line code over torch calls; op functions ran once, here, on proxies.
+The generated `forward` is straight-line code over torch calls; op functions ran once, here, on proxies. Each node
+made for an operation records the document tensor it computes in its meta (`DOCUMENT_TENSOR`: a result's own name,
+the first result's for the op's other nodes), so that an export trace of the module keeps the document's names
+(`nnef_torch.exporter.naming`).
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from nnef_torch.quant.modules import FakeQuantize
 _SPECIAL = ("external", "variable", "update")
 QUANTIZERS = "fake_quant"  # the submodule holding one FakeQuantize per graph.quant entry
 OP_MODULES = "op_modules"  # the submodule holding the operations implemented as modules (training mode, side effects)
+DOCUMENT_TENSOR = "nnef_tensor"  # fx node meta: the name of the document tensor the node computes (or helps compute)
 
 
 @dataclass(frozen=True)
@@ -221,6 +225,9 @@ class GraphBuilder:
             result = fn(*args, **kwargs)
         fresh = _nodes_after(self.tracer.graph, before)
         results = list(op.outputs.values())
+        first = results[0][0] if isinstance(results[0], list) and results[0] else results[0]
+        for node in fresh:  # the op's helpers; `bind` marks each result's own node
+            node.meta[DOCUMENT_TENSOR] = first.name if isinstance(first, Ref) else op.name
         values = [result] if len(results) == 1 else list(result)
         if len(values) != len(results):
             raise NNEFUnsupportedError(f"'{op.name}' returned {len(values)} results, expected {len(results)}",
@@ -262,6 +269,8 @@ class GraphBuilder:
             value = self.tracer.proxy(self.tracer.create_arg(torch.as_tensor(value)))
         dtype = value.node.meta.get("nnef_dtype") if value.node.op in ("placeholder", "get_attr") else None
         annotate(value, tensor.shape, dtype or declared_dtype(tensor.dtype or "scalar", self.float_dtype))
+        if value.node in fresh:
+            value.node.meta[DOCUMENT_TENSOR] = name
         spec = self.graph.quantization.get(name)
         if spec is not None:
             before = _last_node(self.tracer.graph)
@@ -271,6 +280,8 @@ class GraphBuilder:
                 fn = self.find(spec.op, self.graph.dialect)
                 quantized = fn(value, **{python_name(key): arg for key, arg in spec.args.items()})
             fresh = _nodes_after(self.tracer.graph, before)
+            for node in fresh:
+                node.meta[DOCUMENT_TENSOR] = name
             annotate(quantized, tensor.shape, value.node.meta["nnef_dtype"])
             value = quantized
         if value.node in fresh:

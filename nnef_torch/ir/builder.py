@@ -153,12 +153,13 @@ class Builder:
         """An unused identifier made from `base`; `own`: `base` is reserved for the tensor being named."""
         return unique_identifier(base, self._used, self._reserved, own, counters=self._counters)
 
-    def rename(self, ref: Ref, name: str) -> Ref:
-        """Give the tensor `ref` (written by the current rule) the name `name` (made an identifier), if still free."""
+    def rename(self, ref: Ref, name: str, own: str | None = None) -> Ref:
+        """Give the tensor `ref` (written by the current rule) the name `name` (made an identifier), if still free;
+        `own`: a reserved name that is the tensor's own (the traced node it was written for)."""
         name = identifier(name)
         if name in self._used:  # an op name or keyword (`relu`, `add`): add an underscore
             name += "_"
-            if name in self._used or name in self._reserved:
+            if name in self._used or (name in self._reserved and name != own):
                 return ref
         self._used.add(name)
         old = self.tensors[ref.name]

@@ -44,7 +44,8 @@ WRITERS: dict[str, Writer] = {
 FORMATS = tuple(WRITERS)
 DEFAULT = "nnef"
 # how a torch module is traced (writers that take them declare so)
-TRACE_OPTIONS = ("quantization", "dynamic_batch", "dynamic_shapes", "fold_batch_norm", "input_names", "output_names")
+TRACE_OPTIONS = ("quantization", "dynamic_batch", "dynamic_shapes", "fold_batch_norm", "input_names", "output_names",
+                 "ops")
 
 
 def writer_for(path: str | os.PathLike, format: str | None = None) -> Writer:
@@ -74,7 +75,7 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
          format: str | None = None, weights: str | None = None, dialect: str | None = None,
          dynamic_batch: bool | int | Sequence[int | None] = False, dynamic_shapes: Any = None,
          target: str | None = None, fold_batch_norm: bool = False, input_names: Sequence[str] | None = None,
-         output_names: Sequence[str] | None = None) -> None:
+         output_names: Sequence[str] | None = None, ops: Sequence[str] | None = None) -> None:
     """Write `module` to `path`, atomically.
 
     format: 'nnef' (a folder, or a .tgz/.tar.gz/.tar archive) or 'lightnet' (LightNet's JSON IR, with its weights
@@ -107,6 +108,9 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
     input_names, output_names (NNEF, traced modules): names of the graph's inputs and outputs, in order (see
     `nnef_torch.export`).
 
+    ops (NNEF, traced modules): the only NNEF operations the graph may use; fragments outside the list are expanded
+    (see `nnef_torch.export`).
+
     dialect (NNEF, imported modules): 'tract_core' writes a module read from a tract_core document in tract's
     form; by default such a module is written as standard NNEF (README, "Dialects read").
     """
@@ -117,7 +121,7 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
                                      "dynamic_batch": dynamic_batch if dynamic_batch is not False else None,
                                      "dynamic_shapes": dynamic_shapes,
                                      "fold_batch_norm": True if fold_batch_norm else None,
-                                     "input_names": input_names, "output_names": output_names})
+                                     "input_names": input_names, "output_names": output_names, "ops": ops})
     trace = {key: options.pop(key) for key in TRACE_OPTIONS if key in options}
     source = source_of(module, example_inputs, dialect=options.get("dialect"), target=options.get("target"), **trace)
     writer.load().write(source, path, **options)

@@ -30,7 +30,7 @@ from nnef_torch.writers.normalize import standard_graph
 from nnef_torch.writers.source import Source
 
 OPTIONS = ("compress", "progress", "dialect", "target", "quantization", "dynamic_batch", "dynamic_shapes",
-           "fold_batch_norm", "input_names", "output_names")
+           "fold_batch_norm", "input_names", "output_names", "ops")
 TARGETS = ("standard", "tract")
 Encoded = Iterator[tuple[str, Callable[[], bytes]]]
 

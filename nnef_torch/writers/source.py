@@ -58,7 +58,8 @@ def opened_source(source: ModelSource) -> Source:
 def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantization: Any = None,
               dynamic_batch: bool | int | Sequence[int | None] | None = None, dialect: str | None = None,
               dynamic_shapes: Any = None, target: str | None = None, fold_batch_norm: bool | None = None,
-              input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None) -> Source:
+              input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
+              ops: Sequence[str] | None = None) -> Source:
     """The `Source` of `module` (DistributedDataParallel and torch.compile wrappers unwrapped)."""
     module = unwrap(module)
     if isinstance(module, NNEFModule):
@@ -72,6 +73,9 @@ def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantizati
         if fold_batch_norm:
             raise NNEFOptionError("fold_batch_norm= applies when exporting a torch module; an imported module saves "
                                   "the graph it was loaded from")
+        if ops is not None:
+            raise NNEFOptionError("ops= applies when exporting a torch module; an imported module saves the graph it "
+                                  "was loaded from")
         if input_names is not None or output_names is not None:
             raise NNEFOptionError("input_names= and output_names= apply when exporting a torch module; an imported "
                                   "module saves the graph it was loaded from, with its own names")
@@ -95,7 +99,7 @@ def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantizati
                                dynamic_batch=dynamic_batch if dynamic_batch is not None else False,
                                dynamic_shapes=dynamic_shapes, target=target,
                                fold_batch_norm=bool(fold_batch_norm), input_names=input_names,
-                               output_names=output_names))
+                               output_names=output_names, ops=ops))
 
 
 __all__ = ["Source", "opened_source", "source_of"]

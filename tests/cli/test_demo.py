@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from importlib import resources
+from pathlib import Path
 
 from exporter.consumers import khronos_parse
 
@@ -26,3 +28,10 @@ def test_demo_runs_as_a_module(tmp_path):
     assert difference and float(difference.group(1)) < 1e-5
     graph = khronos_parse(out)  # the kept model is standard NNEF
     assert [list(graph.tensors[name].shape) for name in graph.inputs] == [[1, 1, 16, 16]]
+    # exported by tracing, it keeps the shipped document's tensor names, labels and graph.quant keys
+    shipped = khronos_parse(Path(str(resources.files("nnef_torch").joinpath("models", "tiny_cnn"))))
+    assert set(graph.tensors) == set(shipped.tensors)
+    assert sorted(op.attribs["label"] for op in graph.operations if op.name == "variable") == \
+        sorted(op.attribs["label"] for op in shipped.operations if op.name == "variable")
+    assert {name for name, tensor in graph.tensors.items() if tensor.quantization} == \
+        {name for name, tensor in shipped.tensors.items() if tensor.quantization} == {"image", "relu1", "relu2"}

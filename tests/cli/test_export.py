@@ -209,3 +209,47 @@ def test_input_and_output_names(tmp_path, capsys, factories):
     status, out, err = cli(capsys, "export", f"{factories}:build", "-o", "bad", "--input-shape", "1,3,8,8",
                            "--input-names", "a,b")
     assert status != 0 and "input_names= gives 2 name(s)" in err
+
+
+ACCELERATOR_OPS = """# an accelerator's importer: these names and no fragments
+conv, relu
+reshape   # flatten
+matmul
+add
+"""
+
+
+def test_ops_file_restricts_the_written_operations(tmp_path, capsys, factories):
+    (tmp_path / "ops.txt").write_text(ACCELERATOR_OPS)
+    status, out, err = cli(capsys, "export", f"{factories}:build", "-o", "net", "--input-shape", "1,3,8,8",
+                           "--target", "standard", "--fold-batch-norm", "--ops", "ops.txt", "--input-names", "image",
+                           "--output-names", "logits")
+    assert status == 0, err
+    nnef = pytest.importorskip("nnef")
+    graph = nnef.load_graph(str(tmp_path / "net"), lowered=[])  # nothing lowered: the operations as written
+    assert {op.name for op in graph.operations} <= {"conv", "relu", "reshape", "matmul", "add", "external",
+                                                    "variable"}
+    assert graph.inputs == ["image"] and graph.outputs == ["logits"]
+    module = importlib.import_module(factories).build().eval()
+    x = torch.randn(1, 3, 8, 8)
+    with nnef.Session(str(tmp_path / "net"), lowered=[]) as session:
+        found = session(x.numpy())
+    with torch.no_grad():
+        np.testing.assert_allclose(np.asarray(found[0] if isinstance(found, (list, tuple)) else found),
+                                   module(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("text", "options", "message"), [
+    ("conv\nrelu\n", (), "'batch_normalization'"),  # the batch norm (not folded) and the linear layer need more
+    ("convolution\n", (), "did you mean 'conv'"),
+    ("# nothing\n", (), "names no operation"),
+    ("conv\n", ("--target", "tract"), "target='tract'"),
+])
+def test_ops_file_errors_exit_1_with_a_message(tmp_path, capsys, factories, text, options, message):
+    (tmp_path / "ops.txt").write_text(text)
+    status, _, err = cli(capsys, "export", f"{factories}:build", "-o", "net", "--input-shape", "1,3,8,8",
+                         "--ops", "ops.txt", *options)
+    assert status == 1 and message in err and "Traceback" not in err
+    status, _, err = cli(capsys, "export", f"{factories}:build", "-o", "net", "--input-shape", "1,3,8,8",
+                         "--ops", "missing.txt")
+    assert status == 1 and "missing.txt" in err

@@ -105,7 +105,7 @@ def factories(tmp_path, monkeypatch):
 def test_factory_traced_and_drawn(tmp_path, capsys, factories):
     status, _, err = cli(capsys, "viz", f"{factories}:build", "-o", tmp_path / "net.dot", "--input-shape", "1,3,8,8")
     assert status == 0, err
-    assert _dot_operations(tmp_path / "net.dot") == 6  # conv, relu, reshape, linear and the two bias unsqueezes
+    assert _dot_operations(tmp_path / "net.dot") == 4  # conv, relu, reshape and linear (biases declared as read)
 
 
 def test_factory_needs_positional_shapes(tmp_path, capsys, factories):

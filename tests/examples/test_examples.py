@@ -98,6 +98,16 @@ def test_float_export_runs_in_each_consumer(exported, consumer):
     assert result["differences"][consumer] <= 1e-5 * max(1.0, result["scale"])
 
 
+def test_exports_use_only_the_accelerator_operations(exported):
+    nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
+    allowed = set(example("export_for_accelerator").ACCELERATOR_OPS) | {"external", "variable"}
+    for result in (exported["float"], exported["quantized"]):
+        graph = nnef.load_graph(str(result["folder"]), lowered=[])  # the operations as written
+        assert {op.name for op in graph.operations} <= allowed
+        assert "batch_normalization" not in {op.name for op in graph.operations}  # folded
+        assert "fragment" not in (result["folder"] / "graph.nnef").read_text()
+
+
 def test_8_bit_export_runs_in_tract_within_one_step(exported):
     pytest.importorskip("tract", reason="the `tract` package (test extra) is not installed")
     result = exported["quantized"]

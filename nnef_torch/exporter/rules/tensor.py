@@ -179,7 +179,8 @@ def select(e: Emitter, x: Any, dim: int, index: int) -> Any:
 @export_rule("slice", "aten.diagonal.default")
 def diagonal(e: Emitter, x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     """The two axes are moved last and flattened; the diagonal is then a slice with stride m + 1 (m the length of
-    the second axis), and ends up last as in torch."""
+    the second axis), and ends up last as in torch. For tract, a gather of those items: tract's optimizer fails on
+    a strided slice of a reshaped axis (declutter, pulling Downsample over Reshape: "Invalid axis")."""
     rank = e.rank(x)
     a, b = axis(dim1, rank), axis(dim2, rank)
     n, m = e.shape(x)[a], e.shape(x)[b]
@@ -191,6 +192,9 @@ def diagonal(e: Emitter, x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) 
         x = e.op("transpose", x, axes=order)
     flat = e.op("reshape", x, shape=[e.shape(x)[d] for d in range(rank - 2)] + [n * m])
     begin = offset if offset >= 0 else -offset * m
+    if e.target == "tract":
+        indices = e.constant(torch.arange(begin, begin + length * (m + 1), m + 1), f"constants/{e.node.name}")
+        return e.op("gather", flat, indices, axis=rank - 2)
     return e.op("slice", flat, axes=[rank - 2], begin=[begin], end=[begin + (length - 1) * (m + 1) + 1],
                 stride=[m + 1])
 

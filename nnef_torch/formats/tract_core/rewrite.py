@@ -7,8 +7,9 @@ exporter's `erf_rational` fragment, float32-accurate) and for tract's integer ar
 linear indices of gather_elements included; a larger input is refused).
 
 `to_dialect`: the form tract reads with its tract_core registry: `cast` and `gather` as `tract_core_cast` and
-`tract_core_gather` (tract has no standard ones), constant tensors as variables (tract has no `constant`), and
-the integer operations without a generic type.
+`tract_core_gather` (tract has no standard ones), pad's `replicate` border as tract's `replicated`, constant
+tensors as variables (tract has no `constant`), `deconv` with tract's filter layout, and the integer operations
+without a generic type.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from nnef_torch.stdlib import extension_fragments
 
 EXACT = 1 << 24  # float32 holds every integer below this exactly
 COMPARISONS = ("lt", "gt", "le", "ge", "eq", "ne")
-INTEGER_OPS = tuple(name for name in RULES if name not in ("conv", "deconv", "linear"))
+INTEGER_OPS = tuple(name for name in RULES if name not in ("conv", "deconv", "linear", "pad"))
 DATUM_TYPES = {"scalar": "f32", "integer": "i64", "logical": "bool"}
 NUMPY_TYPES = {"scalar": np.float32, "integer": np.int64, "logical": np.bool_}
 
@@ -164,12 +165,18 @@ def to_dialect(graph: Graph) -> tuple[Graph, dict[str, np.ndarray]]:
     operations, data = [], {}
     labels = {variable.key for variable in graph.signature.variables}
     variables = list(graph.signature.variables)
+    b = _builder(graph, {})
+    b.operations = operations  # the filter operations of a deconv are written among them
     for op in graph.operations:
-        if op.name == "cast":
+        if op.name == "deconv":
+            op = _tract_deconv(b, op)
+        elif op.name == "cast":
             op = Operation("tract_core_cast", op.inputs, {"to": DATUM_TYPES[op.dtype]}, op.outputs, None,
                            op.location, op.scope)
         elif op.name == "gather":
             op = dataclasses.replace(op, name="tract_core_gather", dtype=None)
+        elif op.name == "pad" and op.attribs.get("border") == "replicate":  # tract's name of it (relaxed.py)
+            op = dataclasses.replace(op, attribs={**op.attribs, "border": "replicated"})
         elif op.name in INTEGER_OPS and op.dtype is not None:
             op = dataclasses.replace(op, dtype=None)
         elif op.name == "constant":
@@ -183,7 +190,31 @@ def to_dialect(graph: Graph) -> tuple[Graph, dict[str, np.ndarray]]:
                            op.scope)
         operations.append(op)
     signature = dataclasses.replace(graph.signature, variables=tuple(variables))
-    return dataclasses.replace(graph, operations=tuple(operations), signature=signature, dialect="tract_core"), data
+    return dataclasses.replace(graph, operations=tuple(operations), tensors=dict(b.tensors), signature=signature,
+                               dialect="tract_core"), data
+
+
+def _tract_deconv(b: Builder, op: Operation) -> Operation:
+    """`deconv` as tract reads it (relaxed.py reads it back): the filter in tract's layout, `output_shape` as the
+    spatial extents."""
+    groups = op.attribs.get("groups", 1) or b.shape(op.inputs["filter"])[0]  # NNEF's 0: one group per input channel
+    w = tract_deconv_filter(b, op.inputs["filter"], groups)
+    extents = list(op.attribs.get("output_shape") or [])[2:]
+    return dataclasses.replace(op, inputs={**op.inputs, "filter": w},
+                               attribs={**op.attribs, "output_shape": extents, "groups": groups})
+
+
+def tract_deconv_filter(b: Builder, filter: Any, groups: int) -> Any:
+    """A `deconv` filter [in, out/groups, ...] (NNEF's, torch's) written in the layout tract reads,
+    [out, in/groups, ...] (sonos/tract, nnef/src/ops/nnef/deser.rs `conv_like`: the filter of a conv), by
+    operations on it that tract folds when it loads."""
+    shape = list(b.shape(filter))
+    spatial = list(range(2, len(shape)))
+    if groups == 1:
+        return b.op("transpose", filter, axes=[1, 0, *spatial])
+    split = b.op("reshape", filter, shape=[groups, shape[0] // groups, *shape[1:]])
+    split = b.op("transpose", split, axes=[0, 2, 1, *(a + 1 for a in spatial)])
+    return b.op("reshape", split, shape=[groups * shape[1], shape[0] // groups, *shape[2:]])
 
 
 def _label(base: str, taken: set[str]) -> str:
@@ -195,4 +226,4 @@ def _label(base: str, taken: set[str]) -> str:
     return label
 
 
-__all__ = ["to_dialect", "to_standard"]
+__all__ = ["to_dialect", "to_standard", "tract_deconv_filter"]

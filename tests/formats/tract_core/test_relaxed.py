@@ -1,5 +1,5 @@
-"""Standard ops read as tract reads them in a tract_core document (rank-1 conv bias, batched linear, integer
-arithmetic and comparisons), against tract; the standard save of each is valid NNEF (Khronos parser, strict
+"""Standard ops read as tract reads them in a tract_core document (rank-1 conv bias, batched linear, pad's
+`replicated` border, integer arithmetic and comparisons), against tract; the standard save of each is valid NNEF (Khronos parser, strict
 re-import) and equal; and a standard document still reads them by the spec."""
 from __future__ import annotations
 
@@ -83,6 +83,21 @@ def test_relaxed_float_op_equals_tract(case, inputs, body, tmp_path):
     std = _save_standard(folder, tmp_path)
     np.testing.assert_allclose(_ours(std, arrays, lenient=False), expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(_tract(std, arrays, core=False), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_pad_replicated_border_equals_tract(tmp_path):
+    """tract names NNEF's `replicate` border `replicated` (and refuses `replicate`): read as `replicate`, saved
+    as standard NNEF with `replicate` (the Khronos parser reads it), and in tract's form with `replicated` again."""
+    body = "y = pad(x, padding = [(0, 0), (0, 0), (1, 2), (2, 0)], border = 'replicated');"
+    folder = _folder(tmp_path / "in", [("x", X)], body)
+    expected = _tract(folder, [X])
+    np.testing.assert_allclose(expected, np.pad(X, [(0, 0), (0, 0), (1, 2), (2, 0)], mode="edge"))
+    np.testing.assert_array_equal(_ours(folder, [X]), expected)
+    std = _save_standard(folder, tmp_path)
+    assert "'replicate'" in (std / "graph.nnef").read_text()
+    np.testing.assert_array_equal(_ours(std, [X], lenient=False), expected)
+    nnef_torch.load(folder).save(tmp_path / "tract", dialect="tract_core")
+    np.testing.assert_array_equal(_tract(tmp_path / "tract", [X]), expected)
 
 
 @pytest.mark.parametrize("op", INTEGER_OPS)
