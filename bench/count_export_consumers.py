@@ -6,7 +6,8 @@ exported with target="standard" and target="tract", then run in
 - tract strict: `tract.nnef().without_tract_core()` (standard NNEF only);
 - tract:        `tract.nnef()` with its default registries (tract_core included);
 
-and compared with torch's output (the tolerance of the tests). Prints, per target, how many cases exported and how
+and compared with torch's output (the tolerance of the tests; tract gets integer inputs as int64, its NNEF
+`integer`, and the Khronos executor as int32, its own). Prints, per target, how many cases exported and how
 many each consumer ran and matched, and the cases each one failed with the first line of the reason.
 
 Usage: python bench/count_export_consumers.py [--rows N] [--verbose]
@@ -57,9 +58,10 @@ def case_names(limit: int | None) -> list[str]:
 
 def run_case(module, inputs, rtol: float, target: str, crashes: set[str], folder: str) -> dict[str, str]:
     """'' for each consumer that matched, else the reason; 'export' holds the export's failure, if any."""
+    import numpy as np
     import torch
     import tract
-    from exporter.consumers import _as_list, _numpy, close, run_khronos, run_tract
+    from exporter.consumers import _as_list, _numpy, close, run_khronos
 
     import nnef_torch
     with torch.no_grad():
@@ -70,13 +72,14 @@ def run_case(module, inputs, rtol: float, target: str, crashes: set[str], folder
         return {"export": f"{type(error).__name__}: {error}"}
     arrays = [_numpy(x) for x in inputs]
 
-    def tract_default() -> list:
-        model = tract.nnef().load(folder).into_runnable()
-        outputs = model.run(arrays)
+    def in_tract(nnef) -> list:
+        model = nnef.load(folder).into_runnable()
+        outputs = model.run([x.astype(np.int64) if x.dtype.kind in "iu" else x for x in arrays])  # NNEF integer
         return [outputs[i].to_numpy() for i in range(len(outputs))]
 
-    runs = {"Session": lambda: run_khronos(_path(folder), arrays), "tract strict": lambda: run_tract(
-        _path(folder), arrays), "tract": tract_default}
+    runs = {"Session": lambda: run_khronos(_path(folder), arrays),
+            "tract strict": lambda: in_tract(tract.nnef().without_tract_core()),
+            "tract": lambda: in_tract(tract.nnef())}
     found = {"export": ""}
     for consumer, run in runs.items():
         if consumer == "Session" and "khronos" in crashes:
@@ -134,8 +137,9 @@ def _serve(requests, answers, limit: int | None) -> None:
 
 
 def _reason(error: BaseException) -> str:
-    """The informative line of an error: tract's message ends with its deepest cause."""
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    """The informative line of an error: the deepest cause of tract's chain (before its stack backtrace)."""
+    text = str(error).split("Stack backtrace:")[0]
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
 

@@ -60,8 +60,8 @@ def read_document(source: GraphFile, *, quant_text: str | None = None, quant_fil
     """Check and flatten a graph.nnef (its text, or a document a front end built; with optional graph.quant text)
     into an IR graph: the document, then its dialects, then `lower`. input_shapes: new shapes of graph inputs, by
     name; batch_size: the extent of the batch axis (axis 0, or as `batch_axes` says by input name) of every other
-    input. lenient: read the deviations from the spec that real producers write (README, "Deviations read") with
-    an `NNEFDeviationWarning` each; False: each is an `NNEFError`. constants: the data of a variable, by
+    input. lenient: read the deviations from the spec that real producers write (docs/tract_core.md, "Deviations
+    read") with an `NNEFDeviationWarning` each; False: each is an `NNEFError`. constants: the data of a variable, by
     `Variable` (for a constant tensor passed as an attribute)."""
     doc = source.document
     try:  # `extension tract_registry tract_core;` and similar (the options bind a dialect's dynamic dimensions)
@@ -175,22 +175,25 @@ class ModelSource:
 
 
 def open_source(path: str | os.PathLike, options: ReadOptions | None = None, *, shapes_at_call: bool = False,
-                **keywords: Any) -> ModelSource:
+                progress: bool | None = None, **keywords: Any) -> ModelSource:
     """Open `path` as NNEF (`format='nnef'`), as another format, or as what its content says (by default), with
     `options` (or `ReadOptions.of(**keywords)`: format, params, input_shapes, inputs, outputs, ...). `inputs` and
     `outputs` name the tensors a LightNet model takes and gives (see `formats.lightnet`). shapes_at_call: a model
-    of another format that does not say its input shapes opens unconverted (`ModelSource.unbound`)."""
+    of another format that does not say its input shapes opens unconverted (`ModelSource.unbound`). progress: a bar
+    on stderr while an NNEF archive is read (None: on a terminal, for large archives)."""
     options = ReadOptions.of(**keywords) if options is None else options
     format, document = options.format, None
     if format is None:
-        format, document = formats.detect(path)
+        format, document = formats.detect(path)  # refuses the kinds of file that are not models (formats.kinds)
+    elif format == "nnef":
+        formats.check_kind(path)
     if format == "nnef":
         if options.params is not None:
             raise ValueError("params= is for models of other formats; an NNEF model keeps its data in .dat files")
         if options.inputs is not None or options.outputs is not None:
             raise ValueError("inputs= and outputs= are for LightNet models; an NNEF graph declares its inputs and "
                              "outputs")
-        files = container.open_model(path)
+        files = container.open_model(path, progress=progress)  # an archive is read here, in one pass
         document = GraphFile(files.graph_text, file=member_path(files.source, "graph.nnef"))
         return ModelSource(files.source, "nnef", document, files.quant_text, member_path(files.source, "graph.quant"),
                            files, options=options.replace(format="nnef"))

@@ -59,7 +59,8 @@ def test_torch_side_signatures():
 def test_export_surface():
     params = inspect.signature(nnef_torch.export).parameters
     assert list(params) == ["module", "example_inputs", "quantization", "dynamic_batch", "dynamic_shapes", "target",
-                            "fold_batch_norm", "input_names", "output_names", "ops"]
+                            "fold_batch_norm", "input_names", "output_names", "ops", "progress"]
+    assert params["progress"].kind is inspect.Parameter.KEYWORD_ONLY and params["progress"].default is None
     assert params["ops"].kind is inspect.Parameter.KEYWORD_ONLY and params["ops"].default is None
     assert params["fold_batch_norm"].kind is inspect.Parameter.KEYWORD_ONLY
     assert params["fold_batch_norm"].default is False

@@ -31,6 +31,8 @@ from nnef_torch.format.quant_file import QUANTIZATION_OPS, print_quantization, r
 from nnef_torch.ir.lower import lower
 from nnef_torch.stdlib import standard_fragments
 
+pytestmark = pytest.mark.slow
+
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "openvx_nnef_core"
 COUNTS: Counter[str] = Counter()
 

@@ -44,6 +44,8 @@ from nnef_torch.errors import NNEFSemanticError, NNEFShapeError
 from nnef_torch.format import tensor_file
 from nnef_torch.reader import read_graph
 
+pytestmark = pytest.mark.slow
+
 HEAD = "version 1.0;\nextension KHR_enable_fragment_definitions, KHR_enable_operator_expressions;\n"
 
 

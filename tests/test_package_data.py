@@ -16,7 +16,8 @@ def test_every_data_file_is_packaged():
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["nnef_torch"]
     package = ROOT / "nnef_torch"
     data = [path.relative_to(package).as_posix() for path in package.rglob("*")
-            if path.is_file() and path.suffix in (".nnef", ".dat", ".quant", ".json")]
+            if path.is_file() and (path.suffix in (".nnef", ".dat", ".quant", ".json", ".js", ".css")
+                                   or path.name == "LICENSE")]
     assert data, "no data files found"
     missing = [name for name in data if not any(fnmatch.fnmatch(name, pattern) and name.count("/") ==
                                                 pattern.count("/") for pattern in patterns)]

@@ -1,4 +1,4 @@
-"""The README's operation coverage table: generated from the op table, in sync, and checked against independent lists."""
+"""The documentation's operation coverage tables: generated from the op table, in sync, and checked against independent lists."""
 from __future__ import annotations
 
 import re
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tools.coverage import END, FRONTEND_START, START, coverage_markdown, replace_section, update
+from tools.coverage import END, FRONTEND_START, PAGES, START, coverage_markdown, replace_section, update
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\|[^|]*\| `(\w+)` \| ([^|]+) \| ([^|]+) \|$", re.M)
 
 
@@ -17,11 +17,14 @@ def _rows() -> dict[str, tuple[str, str]]:
     return {name: (importing.strip(), exported.strip()) for name, importing, exported in ROW.findall(coverage_markdown())}
 
 
-def test_readme_table_is_the_generated_one():
-    text = README.read_text(encoding="utf-8")
-    assert START in text and END in text
-    assert FRONTEND_START.format(format="nnvm") in text
-    assert update(text) == text, "README.md is stale: run `python tools/coverage.py --update README.md`"
+def test_documentation_tables_are_the_generated_ones():
+    operations, formats = (ROOT / page for page in PAGES)
+    assert START in operations.read_text(encoding="utf-8") and END in operations.read_text(encoding="utf-8")
+    assert FRONTEND_START.format(format="nnvm") in formats.read_text(encoding="utf-8")
+    assert FRONTEND_START.format(format="lightnet") in formats.read_text(encoding="utf-8")
+    for page in PAGES:
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert update(text) == text, f"{page} is stale: run `python tools/coverage.py --update`"
 
 
 def test_every_operation_the_khronos_parser_defines_is_listed_and_imports():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 
 from nnef_torch.cli.common import (
     MODEL_HELP,
@@ -18,6 +19,7 @@ from nnef_torch.cli.common import (
 )
 from nnef_torch.cli.report import summary
 from nnef_torch.format import container, tensor_file
+from nnef_torch.format.container.progress import on_terminal, progress_default
 from nnef_torch.format.recode import LAYOUTS, recode
 from nnef_torch.ir.graph import Variable
 from nnef_torch.reader import open_source, read_document, read_model, read_variable
@@ -37,7 +39,8 @@ def execute(args: argparse.Namespace) -> int:
     if args.weights is not None:
         raise CLIError("--weights applies to LightNet targets (a .json DST or --to lightnet)")
     quant_text = _read_quant(args.quant) if args.quant else None
-    with open_source(args.src, input_shapes=input_shapes(args.input_shape), **source_options(args)) as source:
+    with open_source(args.src, input_shapes=input_shapes(args.input_shape, args.src, source_options(args)),
+                     progress=args.progress, **source_options(args)) as source:
         if not args.quant and not args.strip_quant:
             quant_text = source.quant_text
         quant_file = args.quant or source.quant_file
@@ -54,9 +57,12 @@ def execute(args: argparse.Namespace) -> int:
                                   args.tensor_layout, label=variable.label, name=variable.name)
 
         tensors = [(variables[0].label, encoder(variables)) for variables in graph.shared_variables().values()]
-        container.write_model(args.dst, source.graph_text, tensors, quant_text)
+        container.write_model(args.dst, source.graph_text, _counted(tensors, args.progress, args.dst), quant_text)
         origin = "" if source.format == "nnef" else f" (from {source.format})"
-    model = read_model(args.dst)
+    if args.progress or args.progress is None and on_terminal():
+        print(f"checking {args.dst}", file=sys.stderr)
+    with progress_default(args.progress):
+        model = read_model(args.dst)
     kind = "folder" if os.path.isdir(args.dst) else "archive"
     quant = "stripped" if args.strip_quant else f"from {args.quant}" if args.quant else \
         "kept" if quant_text is not None else "none"
@@ -65,6 +71,20 @@ def execute(args: argparse.Namespace) -> int:
     print(f"converted {args.src}{origin} -> {args.dst} ({kind}): {len(tensors)} tensor files ({layout}), graph.quant "
           f"{quant}; valid NNEF ({summary(model)})")
     return 0
+
+
+def _counted(tensors: list[tuple[str, Callable[[], bytes]]], progress: bool | None,
+             dst: str) -> Iterator[tuple[str, Callable[[], bytes]]]:
+    """The tensors to write, each counted on a bar on stderr as it is encoded (progress None: on a terminal)."""
+    from tqdm.auto import tqdm
+    disable = not (progress or progress is None and on_terminal())
+    with tqdm(total=len(tensors), unit="tensor", desc=f"writing {dst}", disable=disable, file=sys.stderr) as bar:
+        for label, encode in tensors:
+            def counted(encode: Callable[[], bytes] = encode) -> bytes:
+                data = encode()
+                bar.update(1)
+                return data
+            yield label, counted
 
 
 def _to_lightnet(args: argparse.Namespace) -> int:
@@ -80,7 +100,8 @@ def _to_lightnet(args: argparse.Namespace) -> int:
                        "layouts")
     writer = WRITERS["lightnet"]
     weights = args.weights or "file"
-    with open_source(args.src, input_shapes=input_shapes(args.input_shape), **source_options(args)) as source:
+    with open_source(args.src, input_shapes=input_shapes(args.input_shape, args.src, source_options(args)),
+                     **source_options(args)) as source:
         model = writer.load().write(opened_source(source), args.dst, **check_options(writer, {"weights": weights}))
         origin = "" if source.format == "nnef" else f" (from {source.format})"
     stored = f"{len(model.weights)} weights in {wts_path(args.dst)}" if weights == "file" else "weights inline"
@@ -125,6 +146,9 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     command.add_argument("--weights", choices=("file", "inline"),
                          help="LightNet targets: the weights in a .wts file beside the JSON (file, the default) or "
                               "in its create ops (inline)")
+    command.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                         help="show progress on stderr: reading an archive, writing the tensors, checking the result "
+                              "(default: on a terminal)")
     add_input_shape(command)
     add_source_options(command)
     command.set_defaults(handler=execute)

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 import nnef_torch
 from nnef_torch import formats
-from nnef_torch.cli.common import CLIError, add_verb, shape
+from nnef_torch.cli.common import CLIError, add_verb, input_shape
 from nnef_torch.cli.report import summary
 from nnef_torch.errors import NNEFError
 from nnef_torch.format import container
@@ -87,6 +88,31 @@ def example_inputs(shapes: list[list[int]], dtypes: list[str], seed: int) -> tup
         else:
             tensors.append(torch.randint(0, 4, dims, generator=generator, dtype=dtype))
     return tuple(tensors)
+
+
+def forward_shapes(values: list[tuple[str | None, list[int]]], input_names: list[str] | None,
+                   module: torch.nn.Module) -> list[list[int]]:
+    """--input-shape values in the order of forward's inputs: D0,D1,... each in order, or NAME=D0,D1,... each by
+    the input's name (as --input-names names it, else forward's parameter name)."""
+    if all(name is None for name, _ in values):
+        return [dims for _, dims in values]
+    if any(name is None for name, _ in values):
+        raise CLIError("--input-shape: give every shape as D0,D1,... in the order of forward's inputs, or every "
+                       "shape as NAME=D0,D1,..., not both")
+    if input_names is None:
+        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        input_names = [name for name, parameter in inspect.signature(module.forward).parameters.items()
+                       if parameter.kind in kinds]
+    given = dict(values)
+    unknown = [name for name in given if name not in input_names]
+    if unknown:
+        raise CLIError(f"--input-shape names {unknown}, which are not inputs of forward (its inputs: {input_names})")
+    count = max(input_names.index(name) for name in given) + 1
+    missing = [name for name in input_names[:count] if name not in given]
+    if missing:
+        raise CLIError(f"--input-shape gives no shape for input(s) {missing} of forward (its inputs, in order: "
+                       f"{input_names})")
+    return [given[name] for name in input_names[:count]]
 
 
 def quantization_options(values: list[str]) -> dict[str, Any] | None:
@@ -171,7 +197,8 @@ def execute(args: argparse.Namespace) -> int:
 
     module = build_module(args.spec)
     module.train(args.train)
-    inputs = example_inputs(args.input_shape, args.input_dtype, args.seed)
+    shapes = forward_shapes(args.input_shape, _names(args.input_names), module)
+    inputs = example_inputs(shapes, args.input_dtype, args.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch.export's internal deprecation notices
         nnef_torch.save(module, args.output, inputs, quantization=quantization_options(args.quantization),
@@ -213,8 +240,10 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     command.add_argument("-o", "--output", required=True, metavar="OUT",
                          help="a folder or a .tgz/.tar.gz/.tar archive (NNEF), or a .json file (LightNet JSON IR, "
                               "with its .wts beside it)")
-    command.add_argument("--input-shape", action="append", type=shape, required=True, metavar="D0,D1,...",
-                         help="shape of one positional input of forward (repeat for each input, in order)")
+    command.add_argument("--input-shape", action="append", type=input_shape, required=True,
+                         metavar="[NAME=]D0,D1,...",
+                         help="shape of one positional input of forward (repeat for each input, in order), or "
+                              "NAME=D0,D1,... by the input's name (--input-names, else forward's parameter name)")
     command.add_argument("--input-dtype", action="append", default=[], choices=INPUT_DTYPES, metavar="DTYPE",
                          help=f"dtype of each input, or one for all (default float32; one of "
                               f"{', '.join(INPUT_DTYPES)})")

@@ -14,6 +14,7 @@ from nnef_torch.cli.common import (
     CLIError,
     add_input_shape,
     add_source_options,
+    add_strict,
     add_verb,
     input_shapes,
     load_array,
@@ -139,11 +140,11 @@ def execute(args: argparse.Namespace) -> int:
     dtype = getattr(torch, args.dtype) if args.dtype else None
     check_device(args.device)
     reference = load_arrays(args.reference) if args.reference else None  # a bad reference fails before any work
-    shapes = input_shapes(args.input_shape)
+    shapes = input_shapes(args.input_shape, args.model, source_options(args))
     if args.input and (args.format or formats.detect(args.model)[0]) != "nnef":
         shapes = {**given_shapes(args.input), **shapes}
     module = nnef_torch.load(args.model, device=args.device, dtype=dtype, input_shapes=shapes,
-                             batch_size=args.batch_size, **source_options(args))
+                             batch_size=args.batch_size, lenient=not args.strict, **source_options(args))
     graph = module.nnef_graph
     externals = graph.signature.externals
     arrays = read_inputs(args.input, externals) or random_inputs(externals, args.seed)
@@ -207,6 +208,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
          "run model/ --input input=image.npy -o outputs.npz",
          "run model/ --input inputs.npz --reference expected.npz --atol 1e-4",
          "run model/ --input-shape input=8,3,224,224 --seed 3 --dtype float64",
+         "run model/ --input-shape 8,3,224,224            # the inputs' shapes in the graph's order",
          "run model/ --batch-size 7                       # a model exported with --dynamic-batch"],
         "Inputs are float standard normal, integer 0..3 and logical random by default, in the graph's shapes.\n"
         "Outputs go to an .npz by output name; --reference compares them and exits with 1 on a mismatch.")
@@ -217,6 +219,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     add_input_shape(command)
     add_batch_size(command)
     add_source_options(command)
+    add_strict(command)
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     command.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs, by output name")
     command.add_argument("--reference", metavar="REF.npz", help="compare every output with this .npz (by name)")

@@ -8,7 +8,16 @@ import sys
 import warnings
 from typing import Any
 
-from nnef_torch.cli.common import MODEL_HELP, CLIError, add_source_options, add_verb, named_shape, shape, source_options
+from nnef_torch.cli.common import (
+    MODEL_HELP,
+    CLIError,
+    add_source_options,
+    add_verb,
+    input_shapes,
+    named_shape,
+    shape,
+    source_options,
+)
 from nnef_torch.cli.export import INPUT_DTYPES, build_module, example_inputs
 
 
@@ -36,11 +45,9 @@ def _source(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         module = build_module(args.source)
         module.eval()
         return module, {"example_inputs": example_inputs(positional, args.input_dtype, 0)}
-    if positional:
-        raise CLIError("a model's --input-shape names its input: NAME=D0,D1,...")
     options = {key: value for key, value in source_options(args).items() if value is not None}
-    if named:
-        options["input_shapes"] = named
+    if args.input_shape:  # NAME=D0,D1,..., or D0,D1,... in the order of the graph's inputs
+        options["input_shapes"] = input_shapes(args.input_shape, args.source, options)
     return args.source, options
 
 
@@ -76,14 +83,15 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
          "viz model.tgz -o model.json --embed-weights   # RelayViz with the weights as Const nodes",
          "viz graph.json -o graph.svg              # a RelayViz document written by another tool"],
         "OUT's suffix picks the output: .json RelayViz, .dot/.gv Graphviz text, .svg/.png/.pdf rendered with\n"
-        "Graphviz's dot, .html a self-contained viewer (needs dot), .txt or '-' (standard output) a tree.\n"
-        "Without dot on the PATH, the .dot is written instead, with how to install Graphviz.")
+        "Graphviz's dot, .html a self-contained viewer laid out in the browser (no Graphviz needed), .txt or '-'\n"
+        "(standard output) a tree. Without dot on the PATH, .svg/.png/.pdf write the .dot instead, with how to\n"
+        "install Graphviz.")
     command.add_argument("source", metavar="SOURCE",
                          help=MODEL_HELP + ", a RelayViz JSON file, or package.module:factory (traced)")
     command.add_argument("-o", "--output", required=True, metavar="OUT", help="the file to write, or - for the tree")
     command.add_argument("--input-shape", action="append", default=[], type=input_shape, metavar="SHAPE",
-                         help="a model: NAME=D0,D1,... replaces an input's shape; a factory: D0,D1,... per "
-                              "positional input of forward, in order")
+                         help="a model: NAME=D0,D1,... replaces an input's shape, or D0,D1,... once per input in the "
+                              "graph's order; a factory: D0,D1,... per positional input of forward, in order")
     command.add_argument("--input-dtype", action="append", default=[], choices=INPUT_DTYPES, metavar="DTYPE",
                          help="a factory: the dtype of each input, or one for all (default float32)")
     add_source_options(command)

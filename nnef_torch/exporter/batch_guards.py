@@ -21,7 +21,7 @@ import torch
 
 from nnef_torch.errors import ExportError, Location
 from nnef_torch.exporter.problems import Problem, error_problem, is_user_file
-from nnef_torch.exporter.trace import explain
+from nnef_torch.exporter.trace import explain, quiet_torch
 
 _SHAPE_LOG = "torch.fx.experimental.symbolic_shapes"
 _SYMBOL = re.compile(r"\bs\d+\b")
@@ -102,7 +102,7 @@ def check_symbolic(module: torch.nn.Module, inputs: tuple[Any, ...], axes: list[
     dim = torch.export.Dim("batch")
     shapes = tuple({axis: dim} if axis is not None else None for axis in axes)
     name = type(module).__name__
-    with _recorded_guards() as log:
+    with _recorded_guards() as log, quiet_torch():
         try:
             torch.export.export(module, rebatched(inputs, axes, size), dynamic_shapes=shapes, strict=False)
             return None
@@ -111,7 +111,8 @@ def check_symbolic(module: torch.nn.Module, inputs: tuple[Any, ...], axes: list[
     problems = [_guard_problem(guard) for guard in _culprits(log.guards)]
     if not ("Constraints violated" in str(failure) or "specialized" in str(failure)):
         try:  # does it fail at the example batch too? Then it is no matter of the batch: the traces report it
-            torch.export.export(module, inputs, strict=False)
+            with quiet_torch():
+                torch.export.export(module, inputs, strict=False)
         except Exception:  # noqa: BLE001 - reported by the concrete trace that follows
             return failure
         problem = error_problem(failure, _SYMBOL.sub("batch", explain(failure)))

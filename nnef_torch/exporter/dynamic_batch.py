@@ -39,6 +39,7 @@ from nnef_torch.format.parser import parse_document
 from nnef_torch.ir.builder import Builder
 from nnef_torch.ir.graph import External, Graph, Operation, Ref, Signature, Variable
 from nnef_torch.ir.lower import lower
+from nnef_torch.phases import phase
 
 # batch sizes the two concrete traces may use: primes, so that no product of other extents equals one by chance
 TRACE_BATCHES = (11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53)
@@ -73,9 +74,12 @@ def export_dynamic(module: torch.nn.Module, example_inputs: Any, dynamic_batch: 
     name = type(module).__name__
     # traced symbolically at the example batch where torch can (it specializes 0 and 1): its guards then say
     # "batch == example" where the code fixes the batch
-    deferred = check_symbolic(module, inputs, axes, batch if batch >= 2 else sizes[0])
-    first = build(module, rebatched(inputs, axes, sizes[0]), options, fold=fold)
-    second = build(module, rebatched(inputs, axes, sizes[1]), options, fold=fold)
+    with phase(f"tracing {name} with a symbolic batch"):
+        deferred = check_symbolic(module, inputs, axes, batch if batch >= 2 else sizes[0])
+    with phase(f"tracing {name} at batch {sizes[0]}"):
+        first = build(module, rebatched(inputs, axes, sizes[0]), options, fold=fold)
+    with phase(f"tracing {name} at batch {sizes[1]}"):
+        second = build(module, rebatched(inputs, axes, sizes[1]), options, fold=fold)
     if deferred is not None:  # torch could not trace a symbolic batch, though it traces concrete ones
         raise ExportError(f"{name} cannot be exported with a variable batch size: torch.export fails with a "
                           "symbolic batch:", [error_problem(deferred, explain(deferred))]) from deferred
@@ -84,7 +88,8 @@ def export_dynamic(module: torch.nn.Module, example_inputs: Any, dynamic_batch: 
     rewrite = _Rewrite(first, second, sizes, by_name, batch)
     graph, data = rewrite.run()
     model = finish(graph, data, first.emit.fragments, options)
-    shapes = _read_back(model, rewrite, sizes, batch)
+    with phase(f"reading {name} back at batches {sizes[0]}, {sizes[1]} and {batch}"):
+        shapes = _read_back(model, rewrite, sizes, batch)
     tensors = {key: dataclasses.replace(tensor, shape=shapes.get(key, tensor.shape))
                for key, tensor in model.graph.tensors.items()}
     return dataclasses.replace(model, graph=dataclasses.replace(model.graph, tensors=tensors))

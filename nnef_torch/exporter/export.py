@@ -31,6 +31,7 @@ from nnef_torch.exporter.variable_shapes import declare_read_shapes
 from nnef_torch.formats.tract_core.target import defined_fragments, exported_text
 from nnef_torch.ir.document import graph_text
 from nnef_torch.ir.graph import Graph
+from nnef_torch.phases import phase, reporting
 
 TARGETS = ("standard", "tract")
 
@@ -48,7 +49,8 @@ class Built:
 def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = None,
            dynamic_batch: bool | int | Sequence[int | None] = False, dynamic_shapes: Any = None,
            target: str | None = None, fold_batch_norm: bool = False, input_names: Sequence[str] | None = None,
-           output_names: Sequence[str] | None = None, ops: Sequence[str] | None = None) -> Model:
+           output_names: Sequence[str] | None = None, ops: Sequence[str] | None = None,
+           progress: bool | None = None) -> Model:
     """Trace `module` on `example_inputs` (a tensor, or a tuple or list of tensors: forward's positional arguments)
     and return it as an NNEF `Model`.
 
@@ -89,10 +91,23 @@ def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = 
     fragments it still uses (`nnef_torch.exporter.restrict`). `ExportError` names every operation left outside,
     with its source line, and an unknown name. Standard target only.
 
+    progress: one line on stderr per phase (tracing, decomposing, converting, writing the text, the traces and
+    checks of a dynamic batch or of symbolic extents), with its time: True always, False never, None (the default)
+    on a terminal for the phases that last over a second (`nnef_torch.phases`).
+
     The module is not changed: its parameters, buffers, training flags and hooks stay as they were, and the model's
     tensors are the module's own (no copies). Raises `ExportError` listing every problem (operations without an NNEF
     form, value-dependent shapes, non-tensor inputs, unsupported element types) with the user's source line of each.
     """
+    with reporting(progress):
+        return _export(module, example_inputs, quantization, dynamic_batch, dynamic_shapes, target,
+                       bool(fold_batch_norm), input_names, output_names, ops)
+
+
+def _export(module: torch.nn.Module, example_inputs: Any, quantization: Any,
+            dynamic_batch: bool | int | Sequence[int | None], dynamic_shapes: Any, target: str | None, fold: bool,
+            input_names: Sequence[str] | None, output_names: Sequence[str] | None, ops: Sequence[str] | None
+            ) -> Model:
     options = quant_options(quantization)
     target = target or "standard"
     if target not in TARGETS:
@@ -104,12 +119,12 @@ def export(module: torch.nn.Module, example_inputs: Any, *, quantization: Any = 
         if dynamic_batch is not False and dynamic_batch is not None:
             raise ExportError("give dynamic_shapes= (or target='tract') or dynamic_batch=, not both "
                               "(dynamic_batch=True is the dynamic_shapes with one Dim on axis 0 of every input)")
-        model = export_symbolic(module, example_inputs, dynamic_shapes, options, target, bool(fold_batch_norm))
+        model = export_symbolic(module, example_inputs, dynamic_shapes, options, target, fold)
     elif dynamic_batch is not False and dynamic_batch is not None:
         from nnef_torch.exporter.dynamic_batch import export_dynamic  # cycle: dynamic_batch imports this module
-        model = export_dynamic(module, example_inputs, dynamic_batch, options, bool(fold_batch_norm))
+        model = export_dynamic(module, example_inputs, dynamic_batch, options, fold)
     else:
-        built = build(module, example_inputs, options, fold=bool(fold_batch_norm))
+        built = build(module, example_inputs, options, fold=fold)
         model = finish(merge_shape_chains(built.graph), built.emit.data, built.emit.fragments, options)
         locate = built.emit.sources.get
     if allowed is not None:
@@ -136,11 +151,18 @@ def build(module: torch.nn.Module, example_inputs: Any, options: QuantExport, dy
     names = names_from_spec(program, dynamic_shapes, example_tuple(example_inputs)) if dynamic_shapes else None
     if direct(program, module):
         try:
-            return Built(*to_ir(program, name, options, _symbols(program, names), target, module), program)
+            return _converted(program, name, options, names, target, module)
         except ExportError:  # a rule met a case only the decomposition covers; the decomposed graph decides
             pass
     program = decompose(program, name)
-    return Built(*to_ir(program, name, options, _symbols(program, names), target, module), program)
+    return _converted(program, name, options, names, target, module)
+
+
+def _converted(program: torch.export.ExportedProgram, name: str, options: QuantExport,
+               names: dict[str, str] | None, target: str, module: torch.nn.Module) -> Built:
+    count = sum(node.op == "call_function" for node in program.graph.nodes)
+    with phase(f"converting {count} traced operation{'s' * (count != 1)} of {name} to NNEF"):
+        return Built(*to_ir(program, name, options, _symbols(program, names), target, module), program)
 
 
 def _symbols(program: torch.export.ExportedProgram, names: dict[str, str] | None) -> Symbols | None:
@@ -166,15 +188,18 @@ def export_symbolic(module: torch.nn.Module, example_inputs: Any, dynamic_shapes
         graph, data = declare_read_shapes(graph, built.emit.data)
         dims, ranges = _declared(graph, symbols, built.program)
         fragments = tuple(name for name in built.emit.fragments if name in defined_fragments())
-        text = exported_text(graph, fragments, dims, ranges)
+        with phase(f"writing {len(graph.operations)} operations as NNEF text"):
+            text = exported_text(graph, fragments, dims, ranges)
         model = Model(graph, text, data, quant_text(graph), fragments, storage, dims, ranges)
         if symbols is not None:
-            verify_text(model.text, graph, symbols, built.program, graph.name)
+            with phase(f"reading {graph.name} back at other values of its symbols"):
+                verify_text(model.text, graph, symbols, built.program, graph.name)
         return model
     model = finish(built.graph, built.emit.data, built.emit.fragments, options)
     if symbols is None:  # torch found every extent static (a Dim it specialized raises in torch.export)
         return model
-    verify(model.graph, model.fragments, symbols, built.program, model.graph.name)
+    with phase(f"reading {model.graph.name} back at other values of its symbols"):
+        verify(model.graph, model.fragments, symbols, built.program, model.graph.name)
     dims, ranges = _declared(model.graph, symbols, built.program)
     return dataclasses.replace(model, dims=dims, symbols=ranges)
 
@@ -189,7 +214,8 @@ def _build_tract(module: torch.nn.Module, example_inputs: Any, options: QuantExp
     except ExportError:
         if dynamic_shapes is None or not recurrent.has_recurrence(module):
             raise
-    return build(recurrent.substitute(module), example_inputs, options, dynamic_shapes, "tract", fold)
+    with phase(f"tracing {type(module).__name__} again, its LSTM / GRU layers kept whole for tract"):
+        return build(recurrent.substitute(module), example_inputs, options, dynamic_shapes, "tract", fold)
 
 
 def _declared(graph: Graph, symbols: Symbols | None, program: torch.export.ExportedProgram
@@ -212,7 +238,8 @@ def finish(graph: Graph, data: dict[str, torch.Tensor], fragments: Sequence[str]
     graph, storage = store_weights(graph, data, options)
     graph, data = declare_read_shapes(graph, data)
     try:
-        text = graph_text(graph, fragments)
+        with phase(f"writing {len(graph.operations)} operations as NNEF text"):
+            text = graph_text(graph, fragments)
     except ExportError as error:  # a value NNEF cannot write (an infinite attribute), named and located
         raise ExportError(f"{graph.name} cannot be written as NNEF text: {error}") from None
     except Exception as error:  # an invariant of our own broke: still an ExportError, with the cause chained

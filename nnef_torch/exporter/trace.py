@@ -8,6 +8,9 @@ for the decomposition is most of an export's time, hence the direct path.
 """
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -16,9 +19,28 @@ import torch
 from nnef_torch.errors import ExportError
 from nnef_torch.exporter.problems import error_problem
 from nnef_torch.ops.registry import export_rules
+from nnef_torch.phases import phase
 
 _DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "DataDependentOutputException", "DynamicOutputShapeException",
                    "data-dependent", "data dependent")
+
+
+# What torch warns about its own code while we trace (category, start of the message): nn.LSTM / nn.GRU reassign
+# their `_flat_weights` list in forward, and torch's decomposition still deep-copies a deprecated pytree class.
+# Only these, only during our own calls of torch.export: the user's warnings and every other show as they would.
+TORCH_NOISE = (
+    (UserWarning, r"The tensor attributes? (self\.[\w.]*_flat_weights\[\d+\](, )?)+ (was|were) assigned during export"),
+    (FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated"),
+)
+
+
+@contextmanager
+def quiet_torch() -> Iterator[None]:
+    """torch's warnings about its own code (`TORCH_NOISE`) left out for the duration."""
+    with warnings.catch_warnings():
+        for category, message in TORCH_NOISE:
+            warnings.filterwarnings("ignore", message, category)
+        yield
 
 
 def unwrap(module: torch.nn.Module) -> torch.nn.Module:
@@ -123,7 +145,8 @@ def trace(module: torch.nn.Module, example_inputs: Any, dynamic_shapes: Any = No
     example_inputs = example_tuple(example_inputs)
     name = type(module).__name__
     try:
-        program = torch.export.export(module, example_inputs, dynamic_shapes=dynamic_shapes, strict=False)
+        with phase(f"tracing {name} with torch.export"), quiet_torch():
+            program = torch.export.export(module, example_inputs, dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as error:  # torch reports tracing failures with many exception types
         raise ExportError(f"torch.export cannot trace {name}:", [error_problem(error, explain(error))]) from error
     return program
@@ -132,7 +155,8 @@ def trace(module: torch.nn.Module, example_inputs: Any, dynamic_shapes: Any = No
 def decompose(program: torch.export.ExportedProgram, name: str) -> torch.export.ExportedProgram:
     """The traced graph with every operation that has no export rule decomposed to core ATen."""
     try:
-        return program.run_decompositions(_decompositions().copy())
+        with phase(f"decomposing the traced graph of {name}"), quiet_torch():
+            return program.run_decompositions(_decompositions().copy())
     except Exception as error:
         raise ExportError(f"torch cannot decompose the traced graph of {name}:",
                           [error_problem(error, f"{type(error).__name__}: {_first_line(error)}")]) from error

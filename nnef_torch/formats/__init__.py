@@ -18,6 +18,7 @@ import numpy as np
 
 from nnef_torch.errors import ForeignFormatError, Location, NNEFContainerError, NNEFOptionError
 from nnef_torch.format.graph_file import GraphFile
+from nnef_torch.formats import kinds
 from nnef_torch.formats.json_file import open_regular, read_json
 from nnef_torch.ir.graph import Graph
 
@@ -61,7 +62,10 @@ def detect(path: str | os.PathLike) -> tuple[str, Any]:
     if not os.path.exists(where):
         raise NNEFContainerError("no such model folder, graph file or archive", Location(file=where))
     with open_regular(where, "model file", NNEFContainerError) as handle:  # a FIFO is refused, not waited on
+        head = handle.read(kinds.HEAD_BYTES)
+        handle.seek(0)
         if _first_char(handle) != b"{":
+            check_kind(where, head)
             return "nnef", None
     document = read_json(where)
     if isinstance(document, dict):
@@ -76,6 +80,21 @@ def detect(path: str | os.PathLike) -> tuple[str, Any]:
         else type(document).__name__  # the names of a few keys, shortened: never the file's content
     raise ForeignFormatError(f"this JSON file is no graph format nnef_torch reads ({described}); found {found}",
                              Location(file=where))
+
+
+def check_kind(path: str | os.PathLike, head: bytes | None = None) -> None:
+    """Refuse, saying what it is and what to pass instead, a file given as a model that is another kind of file (an
+    NNEF .dat, a graph.quant, MXNet .params, numpy arrays, a zip, ONNX, ...: `kinds.identify`); `head`: its first
+    bytes, read here when not given. A folder is let through."""
+    where = os.fspath(path)
+    if head is None:
+        if not os.path.isfile(where):
+            return
+        with open_regular(where, "model file", NNEFContainerError) as handle:
+            head = handle.read(kinds.HEAD_BYTES)
+    refused = kinds.identify(head, where)
+    if refused is not None:
+        raise ForeignFormatError(refused, Location(file=where))
 
 
 def _first_char(handle: IO[bytes]) -> bytes:
@@ -121,4 +140,4 @@ def convert(path: str | os.PathLike, *, format: str | None = None, document: Any
     return reader.read(path, document=document, params=params, input_shapes=input_shapes, **given)
 
 
-__all__ = ["FORMATS", "Converted", "convert", "detect"]
+__all__ = ["FORMATS", "Converted", "check_kind", "convert", "detect"]

@@ -63,7 +63,7 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
     progress: show a tqdm bar while reading tensors (default: on a terminal, for large models). fuse: replace chains
     of operations by one faster operation computing the same: all passes of `nnef_torch.importer.fuse.PASSES`
     (layer norm, GELU), or those named. lenient: read the deviations from the spec that real producers write
-    (README, "Deviations read"), each with an `NNEFDeviationWarning`; False: each is an `NNEFError`.
+    (docs/tract_core.md, "Deviations read"), each with an `NNEFDeviationWarning`; False: each is an `NNEFError`.
 
     The module is returned in eval mode, ready for inference; `.train()` switches the operations that follow the
     training mode (batch statistics and dropout of imported MXNet models) to their training behaviour.
@@ -77,7 +77,7 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
     read = ReadOptions.of(format=format, params=params, input_shapes=input_shapes, inputs=inputs, outputs=outputs,
                           batch_size=batch_size, batch_axes=batch_axes, lenient=lenient)
     options = ImportOptions.of(device=device, dtype=dtype, custom_ops=custom_ops, fuse=fuse, progress=progress)
-    with open_source(path, read, shapes_at_call=True) as files:
+    with open_source(path, read, shapes_at_call=True, progress=progress) as files:
         return load_source(files, options)
 
 

@@ -1,6 +1,6 @@
 """Deviations from the spec that real producers write, and what a lenient reading makes of them.
 
-Each rule is a way of bending the spec with one written meaning (README, "Deviations read"). A `Deviations`
+Each rule is a way of bending the spec with one written meaning (docs/tract_core.md, "Deviations read"). A `Deviations`
 object decides at each place one is met: strict, it raises the `NNEFError` the spec asks for; lenient, it warns
 once per place with an `NNEFDeviationWarning` naming the file, line, column and rule.
 """
@@ -57,7 +57,9 @@ class Deviations:
              error: type[NNEFError] = NNEFSemanticError) -> None:
         """Meet a deviation of `rule` at `loc`: raise `error(message)` unless reading leniently."""
         if not self.lenient:
-            raise error(message, loc)
+            refused = error(message, loc)
+            refused.rule = rule  # type: ignore[attr-defined]  # what a lenient reading would do (the CLI's note)
+            raise refused
         key = (rule, loc)
         if key in self.seen:
             return

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from nnef_torch.ops import torch_elementwise as ops
 from nnef_torch.ops.torch_common import align
@@ -39,15 +40,20 @@ def _forward(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str, bits: i
     raise ValueError(f"unknown quantization op {op!r}; expected one of {', '.join(OPS)}")
 
 
-@torch.library.custom_op(OP_NAME, mutates_args=())
-def fake_quantize(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str, bits: int, signed: bool,
-                  symmetric: bool, grad_scale: float) -> torch.Tensor:
-    """`op` applied to x. a, b: (zero_point, scale), (min, max), or (max, unused) for logarithmic_quantize."""
+def _computed(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str, bits: int, signed: bool,
+              symmetric: bool) -> torch.Tensor:
     # one precision throughout, as the backward: float64 for float64 x, else float32 (float32 parameters of a
     # float64 x would otherwise make max - min a float32 value)
     wide = torch.float64 if x.dtype == torch.float64 else torch.float32
     a, b = (t.to(wide) if t.is_floating_point() else t for t in (a, b))
     return _forward(x.to(wide), a, b, op, bits, signed, symmetric).to(x.dtype)
+
+
+@torch.library.custom_op(OP_NAME, mutates_args=())
+def fake_quantize(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str, bits: int, signed: bool,
+                  symmetric: bool, grad_scale: float) -> torch.Tensor:
+    """`op` applied to x. a, b: (zero_point, scale), (min, max), or (max, unused) for logarithmic_quantize."""
+    return _computed(x, a, b, op, bits, signed, symmetric)
 
 
 @fake_quantize.register_fake
@@ -119,4 +125,37 @@ def _setup(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
 
 fake_quantize.register_autograd(_backward, setup_context=_setup)
 
-__all__ = ["LEARNABLE", "OPS", "OP_NAME", "fake_quantize", "zero_point_range"]
+
+class _StraightThrough(torch.autograd.Function):
+    """The op's body and its autograd formula (`_setup`, `_backward`) for eager calls."""
+
+    @staticmethod
+    def forward(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str, bits: int, signed: bool,
+                symmetric: bool, grad_scale: float) -> torch.Tensor:
+        return _computed(x, a, b, op, bits, signed, symmetric)
+
+    setup_context = staticmethod(_setup)
+    backward = staticmethod(_backward)
+
+
+def quantize(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, op: str, bits: int, signed: bool, symmetric: bool,
+             grad_scale: float) -> torch.Tensor:
+    """`fake_quantize(...)`, the same values and gradients; eager calls on plain tensors run the op's body and
+    autograd formula without the op, since the first call of a torch custom op imports torch._dynamo (seconds on a
+    small machine), which a quantized model's forward does not need. Under torch.compile, torch.export, jit
+    tracing, a dispatch mode (make_fx, fake tensors), torch.func transforms or with tensor subclasses the op is
+    called, so that traced graphs hold fake quantization as one node."""
+    if _eager(x, a, b):
+        return _StraightThrough.apply(x, a, b, op, bits, signed, symmetric, grad_scale)
+    return fake_quantize(x, a, b, op, bits, signed, symmetric, grad_scale)
+
+
+def _eager(*tensors: torch.Tensor) -> bool:
+    if torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return False
+    if any(type(t) is not torch.Tensor for t in tensors):
+        return False
+    return _get_current_dispatch_mode() is None and not torch._C._are_functorch_transforms_active()
+
+
+__all__ = ["LEARNABLE", "OPS", "OP_NAME", "fake_quantize", "quantize", "zero_point_range"]

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from nnef_torch.format.quant_file import QuantSpec
-from nnef_torch.quant.functional import LEARNABLE, OPS, fake_quantize, zero_point_range
+from nnef_torch.quant.functional import LEARNABLE, OPS, quantize, zero_point_range
 
 _TINY = float(torch.finfo(torch.float32).tiny) * 2 ** 23  # the smallest scale or span set from an observed range
 
@@ -123,8 +123,7 @@ class FakeQuantize(torch.nn.Module):
         a, b = self.params()
         if a.device != x.device:
             a, b = a.to(x.device), b.to(x.device)
-        return fake_quantize(x, a, b, self.op, self.bits, self.signed, self.symmetric,
-                             self._grad_scale(x))
+        return quantize(x, a, b, self.op, self.bits, self.signed, self.symmetric, self._grad_scale(x))
 
     def _grad_scale(self, x: torch.Tensor) -> float:
         if self.grad_scale != "auto":

@@ -37,13 +37,20 @@ def scene(source: Any, *, example_inputs: Any = None, collapse_fragments: bool =
     """The drawing of `source`: a model path of any format (or a RelayViz JSON file), an nn.Module with
     `example_inputs`, an imported NNEFModule, an exported Model, a ModelData or an IR Graph. `options` are
     the reader's (format=, params=, inputs=, outputs=, input_shapes=)."""
+    return _drawing(source, example_inputs, collapse_fragments, around, radius, False, options)[0]
+
+
+def _drawing(source: Any, example_inputs: Any, collapse_fragments: bool, around: str | None, radius: int,
+             weights: bool, options: dict[str, Any]) -> tuple[Scene, Any]:
+    """The scene of `source` and, with weights=True, its variables' values by label (None where not read)."""
     document = _relayviz_source(source)
+    values = None
     if document is not None:
         drawn = scene_from_relayviz(document, name=os.path.basename(os.fspath(source)))
     else:
-        drawable = open_drawable(source, example_inputs=example_inputs, **options)
-        drawn = scene_of(drawable.graph, collapse=collapse_fragments)
-    return neighbourhood(drawn, around, radius) if around is not None else drawn
+        drawable = open_drawable(source, example_inputs=example_inputs, weights=weights, **options)
+        drawn, values = scene_of(drawable.graph, collapse=collapse_fragments), drawable.tensors
+    return (neighbourhood(drawn, around, radius) if around is not None else drawn), values
 
 
 def relayviz(source: Any, *, example_inputs: Any = None, embed_weights: bool = False, **options: Any) -> dict:
@@ -64,12 +71,13 @@ def draw(source: Any, output: str | os.PathLike, *, example_inputs: Any = None, 
          collapse_fragments: bool = False, clusters: bool = True, around: str | None = None, radius: int = 2,
          highlight: Highlight | None = None, **options: Any) -> str:
     """Draw `source` into `output`, in the format its suffix names: .json (RelayViz), .dot/.gv, .svg/.png/.pdf
-    (with Graphviz's dot), .html (a viewer page; needs dot) or .txt (the tree). Returns the path written.
+    (with Graphviz's dot), .html (a self-contained viewer page, laid out in the browser; variables folded into the
+    nodes that read them, with their statistics) or .txt (the tree). Returns the path written.
 
-    Where dot is missing, the DOT text is written beside `output` (suffix .dot) and RenderError says how to
-    install Graphviz. around/radius draw only a neighbourhood; collapse_fragments draws each fragment invocation
-    as one node; clusters=False leaves invocations unboxed; highlight(node) -> True or DOT attributes styles
-    chosen nodes."""
+    Where dot is missing (.svg/.png/.pdf), the DOT text is written beside `output` (suffix .dot) and RenderError
+    says how to install Graphviz. around/radius draw only a neighbourhood; collapse_fragments draws each fragment
+    invocation as one node; clusters=False leaves invocations unboxed; highlight(node) -> True or DOT
+    attributes styles chosen nodes (DOT only)."""
     path = os.fspath(output)
     kind = OUTPUTS.get(os.path.splitext(path)[1].lower())
     if kind is None:
@@ -81,8 +89,10 @@ def draw(source: Any, output: str | os.PathLike, *, example_inputs: Any = None, 
         return path
     if embed_weights:
         warnings.warn("embed_weights applies to RelayViz (.json) output only", stacklevel=2)
-    drawn = scene(source, example_inputs=example_inputs, collapse_fragments=collapse_fragments, around=around,
-                  radius=radius, **options)
+    drawn, values = _drawing(source, example_inputs, collapse_fragments, around, radius, kind == "html", options)
+    if kind == "html":  # laid out in the page: no Graphviz
+        write_file(path, html_page(drawn, title=drawn.name, values=values, clusters=clusters).encode())
+        return path
     if kind == "text":
         write_file(path, tree_text(drawn).encode())
         return path
@@ -95,10 +105,6 @@ def draw(source: Any, output: str | os.PathLike, *, example_inputs: Any = None, 
         write_file(fallback, dot.encode())
         raise RenderError(f"Graphviz's dot is not on the PATH, so {path} was not written; the graph is in "
                           f"{fallback} instead. {GRAPHVIZ_HINT}")
-    if kind == "html":
-        svg = render(dot, None, "svg")
-        write_file(path, html_page(drawn, svg, title=drawn.name).encode())
-        return path
     render(dot, path, kind)
     return path
 

@@ -1,42 +1,135 @@
-"""Scene + its SVG -> one self-contained HTML page: pan (drag), zoom (wheel, buttons, fit), search, and a panel with
-the clicked node's details. Nothing is fetched: the SVG, the style, the script and the node index are all inline.
+"""Scene -> one self-contained HTML page that lays the graph out itself: pan (drag), zoom (wheel, buttons, fit),
+search, and a panel with the clicked node's details. Nothing is fetched and no system program is needed: the
+style, the vendored layout library (dagre, `viz/vendor/`), the viewer script (`viz/page/viewer.js`) and the graph
+are all inline.
 
-The index (node key -> name, op, kind, family, attributes, outputs) is JSON in a `<script type="application/json">`;
-search marks matching SVG node groups (`<g id="n12" class="node ...">`) with the class `hit`. `page.html#search=relu`
-opens the page with that search run.
+Variables and constants are folded into the nodes that read them (`viz.fold`): a node reads `linear  W[96,32]
+b[1,96]`, and its panel lists each folded tensor with its shape, element type and statistics. The graph is JSON in
+two `<script type="application/json">` elements: the node index (node key -> name, op, kind, family, attributes,
+outputs, folded tensors and the lines drawn in its box) and the edge list. The script draws each node as an SVG
+group `<g id="n12" class="node operation convolution">` placed by dagre (`data-box="x,y,width,height"`), opens at
+a readable scale on the graph's inputs ("fit" shows it all), and search marks matching groups with the class `hit`.
+`page.html#search=relu` opens the page with that search run.
 """
 from __future__ import annotations
 
 import html
 import json
-import re
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
+from nnef_torch.viz.dot import KIND_STYLES
 from nnef_torch.viz.families import FAMILIES, colour, family
-from nnef_torch.viz.labels import value_text
-from nnef_torch.viz.scene import Node, Scene
+from nnef_torch.viz.fold import fold_variables
+from nnef_torch.viz.labels import shown_attributes, value_text
+from nnef_torch.viz.scene import CONSTANT, INPUT, OUTPUT, VARIABLE, Folded, Node, Scene
 
 ATTRIBUTE_CHARS = 200  # the panel shows longer attribute values than the drawing
+SHOWN_ATTRIBUTES = 6  # a box lists this many attributes, then how many more
+SHOWN_OUTPUTS = 4  # and this many outputs
+WEIGHT_LINE_CHARS = 44  # folded tensors are listed on lines of about this length
+QUANT_COLOUR = "#b2182b"
+# how a folded tensor is called in its reader's box, by the argument it feeds
+SHORT_PARAMS = {"filter": "W", "weight": "W", "weights": "W", "bias": "b"}
+_SURROGATES = {code: "\ufffd" for code in range(0xD800, 0xE000)}  # lone surrogates: UTF-8 cannot hold them
 
-_PROLOGUE = re.compile(r"\A.*?(?=<svg\b)", re.DOTALL)  # XML declaration, DOCTYPE, comments before <svg>
-_SURROGATES = re.compile("[\ud800-\udfff]")  # lone surrogates: UTF-8 cannot hold them
 
-
-def node_index(scene: Scene) -> dict[str, dict[str, Any]]:
-    """What the page knows about each node, by key: for search and for the details panel."""
+def node_index(scene: Scene, *, clusters: bool = True) -> dict[str, dict[str, Any]]:
+    """What the page knows about each node, by key: for drawing, search and the details panel. `clusters` are the
+    fragment invocations it was expanded from, outermost first, as [cluster id, caption]: boxes in the drawing
+    (none with clusters=False)."""
     index = {}
+    numbers: dict[tuple[str, ...], str] = {}
     for node in scene.nodes.values():
+        fam = _family(node)
+        classes = ["node", node.kind] + ([fam] if fam else []) + (["quantized"] if _quantized(node) else [])
         index[node.key] = {
-            "name": node.name, "op": node.op or "", "kind": node.kind, "family": _family(node),
+            "name": node.name, "op": node.op or "", "kind": node.kind, "family": fam,
             "label": node.label or "", "scope": " / ".join(scene.scopes.get(s, s) for s in node.scope),
             "attrs": [[key, value_text(value, ATTRIBUTE_CHARS)] for key, value in node.attrs.items()],
             "outputs": [[t.name, t.describe(), t.quant or ""] for t in node.outputs],
+            "folded": [_folded_entry(item) for item in node.folded],
+            "classes": " ".join(classes), "fill": _fill(node, fam), "lines": _lines(node),
+            "clusters": [[numbers.setdefault(node.scope[:depth], f"c{len(numbers)}"),
+                          scene.scopes.get(node.scope[depth - 1], node.scope[depth - 1])]
+                         for depth in range(1, len(node.scope) + 1)] if clusters else [],
         }
     return index
 
 
+def edge_list(scene: Scene) -> list[list[str]]:
+    """Each edge as [source key, target key, label, quantization]; labels only where they tell arguments apart
+    (the target reads two or more drawn tensors)."""
+    readers: dict[int, int] = {}
+    for edge in scene.edges:
+        readers[edge.target] = readers.get(edge.target, 0) + 1
+    return [[f"n{edge.source}", f"n{edge.target}", edge.label if readers[edge.target] > 1 else "", edge.quant or ""]
+            for edge in scene.edges]
+
+
 def _family(node: Node) -> str:
-    return family(node.op) if node.op and node.kind not in ("input", "variable", "constant", "output") else ""
+    return family(node.op) if node.op and node.kind not in (INPUT, VARIABLE, CONSTANT, OUTPUT) else ""
+
+
+def _quantized(node: Node) -> bool:
+    return any(t.quant for t in node.outputs)
+
+
+def _fill(node: Node, fam: str) -> str:
+    return colour(fam) if fam else KIND_STYLES.get(node.kind, {}).get("fillcolor", "#ffffff")
+
+
+def _lines(node: Node) -> list[list[str]]:
+    """The lines drawn in a node's box, each [css class, text]: a title, folded tensors, attributes, outputs."""
+    if node.kind in (INPUT, OUTPUT):
+        return [["title", node.name]] + [["type", t.describe()] for t in node.outputs[:1]]
+    if node.kind == VARIABLE:
+        label = [["detail", f"'{node.label}'"]] if node.label and node.label != node.name else []
+        return [["title", node.name]] + label + [["type", t.describe()] for t in node.outputs[:1]]
+    if node.kind == CONSTANT:
+        value = [] if node.value is None else [["detail", f"value = {value_text(node.value)}"]]
+        return [["title", node.name]] + value + [["type", t.describe()] for t in node.outputs[:1]]
+    lines = [["title", node.op or node.name]]
+    lines.extend(["weights", text] for text in _weight_lines(node.folded))
+    shown = shown_attributes(node.op, node.attrs)
+    lines.extend(["detail", f"{key} = {value_text(value)}"] for key, value in shown[:SHOWN_ATTRIBUTES])
+    if len(shown) > SHOWN_ATTRIBUTES:
+        lines.append(["detail", f"… {len(shown) - SHOWN_ATTRIBUTES} more attributes"])
+    single = len(node.outputs) == 1
+    for tensor in node.outputs[:SHOWN_OUTPUTS]:
+        lines.append(["type", "→ " + (tensor.describe() if single else f"{tensor.name}: {tensor.describe()}")])
+        if tensor.quant:
+            lines.append(["detail", f"quant: {_cut(tensor.quant)}"])
+    if len(node.outputs) > SHOWN_OUTPUTS:
+        lines.append(["type", f"→ … {len(node.outputs) - SHOWN_OUTPUTS} more outputs"])
+    return lines
+
+
+def _cut(text: str, limit: int = WEIGHT_LINE_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _weight_lines(folded: tuple[Folded, ...]) -> list[str]:
+    """`W[64,3,7,7] b[64]`, wrapped."""
+    words = []
+    for item in folded:
+        shape = "?" if item.type.shape is None else ",".join(str(dim) for dim in item.type.shape)
+        words.append(f"{SHORT_PARAMS.get(item.param, item.param)}[{shape}]")
+    lines: list[str] = []
+    for word in words:
+        if lines and len(lines[-1]) + 1 + len(word) <= WEIGHT_LINE_CHARS:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _folded_entry(item: Folded) -> dict[str, Any]:
+    return {"param": item.param, "name": item.name, "kind": item.kind, "label": item.label or "",
+            "type": item.type.describe(), "via": list(item.via), "dtype": item.data_dtype or "",
+            "stats": [[name, f"{value:.6g}"] for name, value in item.stats]}
 
 
 def _script_json(value: Any) -> str:
@@ -45,20 +138,40 @@ def _script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+@lru_cache(maxsize=1)
+def _scripts() -> tuple[str, str, str]:
+    """The style, dagre (with its license as a comment) and the viewer script, as the page inlines them."""
+    here = resources.files("nnef_torch.viz")
+    style = here.joinpath("page/viewer.css").read_text(encoding="utf-8")
+    viewer = here.joinpath("page/viewer.js").read_text(encoding="utf-8")
+    dagre = here.joinpath("vendor/dagre.min.js").read_text(encoding="utf-8")
+    dagre = "\n".join(line for line in dagre.splitlines() if not line.startswith("//# sourceMappingURL="))
+    notice = here.joinpath("vendor/LICENSE").read_text(encoding="utf-8").replace("*/", "* /")
+    dagre = f"/*! @dagrejs/dagre 3.1.3 (with @dagrejs/graphlib), MIT license:\n{notice}*/\n{dagre}"
+    for text in (style, viewer, dagre):
+        assert "</script" not in text.lower() and "</style" not in text.lower() and "<!--" not in text
+    return style, dagre, viewer
 
 
-def html_page(scene: Scene, svg: str | bytes, *, title: str | None = None) -> str:
-    """The viewer page of `scene`, drawn as `svg` (Graphviz's SVG of `dot_text(scene)`)."""
-    if isinstance(svg, bytes):
-        svg = svg.decode("utf-8", "replace")
-    svg = _PROLOGUE.sub("", svg, count=1).strip()
+def html_page(scene: Scene, *, title: str | None = None, values: Mapping[str, Any] | None = None,
+              fold: bool = True, clusters: bool = True) -> str:
+    """The viewer page of `scene`. `values` (a variable's label -> its array or tensor) gives the folded variables
+    their statistics; fold=False draws variables and constants as nodes of their own; clusters=False draws no
+    boxes around fragment invocations."""
+    drawn = fold_variables(scene, values) if fold else scene
+    style, dagre, viewer = _scripts()
     heading = html.escape(title if title is not None else scene.name)
-    present = {_family(node) for node in scene.nodes.values()} - {""}
+    present = {_family(node) for node in drawn.nodes.values()} - {""}
     legend = "".join(f'<li><span class="swatch" style="background:{colour(name)}"></span>{name}</li>'
                      for name in FAMILIES if name in present)
-    page = _PAGE.format(title=heading, style=_STYLE, svg=svg, legend=legend, index=_script_json(node_index(scene)),
-                        script=_SCRIPT, nodes=len(scene.nodes), edges=len(scene.edges))
-    return _SURROGATES.sub("\ufffd", page)
+    if any(_quantized(node) for node in drawn.nodes.values()):
+        legend += '<li><span class="swatch quantized"></span>quantized</li>'
+    folded = sum(len(node.folded) for node in drawn.nodes.values())
+    index = _script_json(node_index(drawn, clusters=clusters))
+    page = _PAGE.format(title=heading, style=style, legend=legend, index=index, edges=_script_json(edge_list(drawn)),
+                        dagre=dagre, script=viewer, nodes=len(drawn.nodes), edge_count=len(drawn.edges),
+                        folded=folded)
+    return page.translate(_SURROGATES)
 
 
 _PAGE = """<!DOCTYPE html>
@@ -78,210 +191,23 @@ _PAGE = """<!DOCTYPE html>
   <span class="gap"></span>
   <button id="zoom-out" title="zoom out">&minus;</button>
   <button id="zoom-in" title="zoom in">+</button>
+  <button id="start" title="back to the inputs, at a readable size">inputs</button>
   <button id="fit" title="fit the drawing in the window">fit</button>
 </header>
-<main id="view"><div id="canvas">
-{svg}
-</div></main>
+<main id="view"><svg id="graph" xmlns="http://www.w3.org/2000/svg">
+<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto">
+<path d="M0,0 L10,5 L0,10 z"></path></marker></defs>
+<g id="viewport"><g id="clusters"></g><g id="edges"></g><g id="nodes"></g></g>
+</svg></main>
 <aside id="info">
-  <div id="details"><p class="hint">{nodes} nodes, {edges} edges. Click a node for its details;
-  drag to pan, wheel to zoom.</p></div>
+  <div id="details"><p class="hint">{nodes} nodes, {edge_count} edges, {folded} weights and constants folded into
+  the nodes that read them. Click a node for its details; drag to pan, wheel to zoom.</p></div>
   <ul id="legend">{legend}</ul>
 </aside>
 <script type="application/json" id="node-index">{index}</script>
+<script type="application/json" id="edge-list">{edges}</script>
+<script>{dagre}</script>
 <script>{script}</script>
 </body>
 </html>
-"""
-
-_STYLE = """
-html, body { margin: 0; height: 100%; font: 13px system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; }
-body { display: grid; grid-template-rows: auto 1fr; grid-template-columns: 1fr 300px; }
-#bar { grid-column: 1 / 3; display: flex; gap: 6px; align-items: center; padding: 6px 10px;
-       background: #f4f4f4; border-bottom: 1px solid #ccc; }
-#title { margin-right: 12px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 30%; }
-#search { width: 260px; padding: 3px 6px; }
-#count { min-width: 80px; color: #555; }
-.gap { flex: 1; }
-button { padding: 3px 10px; }
-#view { position: relative; overflow: hidden; cursor: grab; background: #fff; }
-#view.dragging { cursor: grabbing; }
-#canvas { position: absolute; left: 0; top: 0; transform-origin: 0 0; }
-#info { border-left: 1px solid #ccc; padding: 8px 12px; overflow: auto; background: #fafafa; }
-#info h2 { font-size: 15px; margin: 4px 0 8px; word-break: break-all; }
-#info table { border-collapse: collapse; width: 100%; }
-#info td { vertical-align: top; padding: 2px 4px; border-bottom: 1px solid #eee; word-break: break-all; }
-#info td:first-child { color: #666; white-space: nowrap; word-break: normal; }
-.hint { color: #666; }
-#legend { list-style: none; padding: 0; margin: 16px 0 0; }
-#legend li { margin: 3px 0; }
-.swatch { display: inline-block; width: 14px; height: 14px; margin-right: 6px; border: 1px solid #888;
-          vertical-align: middle; border-radius: 3px; }
-svg.searching g.node:not(.hit):not(.legend) { opacity: 0.35; }
-g.node.hit path, g.node.hit polygon, g.node.hit ellipse, g.node.hit polyline { stroke: #ff7f0e; stroke-width: 5px; }
-g.node.selected path, g.node.selected polygon, g.node.selected ellipse { stroke: #3182bd; stroke-width: 5px; }
-g.node.current path, g.node.current polygon, g.node.current ellipse { stroke: #d62728; stroke-width: 7px; }
-g.node { cursor: pointer; }
-"""
-
-_SCRIPT = """
-(function () {
-  "use strict";
-  var index = JSON.parse(document.getElementById("node-index").textContent);
-  var view = document.getElementById("view"), canvas = document.getElementById("canvas");
-  var svg = canvas.querySelector("svg");
-  var box = document.getElementById("search"), count = document.getElementById("count");
-  var details = document.getElementById("details");
-  var scale = 1, tx = 0, ty = 0, hits = [], current = -1, selected = null;
-  var haystack = {};
-  Object.keys(index).forEach(function (key) {
-    var entry = index[key];
-    haystack[key] = [entry.name, entry.op].concat(entry.outputs.map(function (o) { return o[0]; }))
-      .join("\\n").toLowerCase();
-  });
-
-  function apply() { canvas.style.transform = "translate(" + tx + "px," + ty + "px) scale(" + scale + ")"; }
-
-  function zoomAt(factor, x, y) {
-    var next = Math.min(16, Math.max(0.01, scale * factor));
-    factor = next / scale;
-    tx = x - (x - tx) * factor; ty = y - (y - ty) * factor; scale = next; apply();
-  }
-
-  function fit() {
-    if (!svg) { return; }
-    var rect = view.getBoundingClientRect(), drawn = svg.getBoundingClientRect();
-    var width = drawn.width / scale, height = drawn.height / scale;
-    if (!width || !height) { return; }
-    scale = Math.min(2, 0.96 * Math.min(rect.width / width, rect.height / height));
-    tx = (rect.width - width * scale) / 2; ty = (rect.height - height * scale) / 2; apply();
-  }
-
-  function centre(element) {
-    var rect = view.getBoundingClientRect(), drawn = element.getBoundingClientRect();
-    if (scale < 0.6) { zoomAt(0.6 / scale, drawn.left - rect.left, drawn.top - rect.top); }
-    drawn = element.getBoundingClientRect();
-    tx += rect.left + rect.width / 2 - (drawn.left + drawn.width / 2);
-    ty += rect.top + rect.height / 2 - (drawn.top + drawn.height / 2);
-    apply();
-  }
-
-  function row(table, name, value) {
-    var tr = table.insertRow(), a = tr.insertCell(), b = tr.insertCell();
-    a.textContent = name; b.textContent = value;
-  }
-
-  function show(key) {
-    var entry = index[key];
-    if (!entry) { return; }
-    if (selected) { selected.classList.remove("selected"); }
-    selected = document.getElementById(key);
-    if (selected) { selected.classList.add("selected"); }
-    details.textContent = "";
-    var h = document.createElement("h2"), table = document.createElement("table");
-    h.textContent = entry.name;
-    details.appendChild(h); details.appendChild(table);
-    row(table, "kind", entry.kind);
-    if (entry.op) { row(table, "op", entry.op); }
-    if (entry.family) { row(table, "family", entry.family); }
-    if (entry.label) { row(table, "label", entry.label); }
-    if (entry.scope) { row(table, "in", entry.scope); }
-    entry.attrs.forEach(function (a) { row(table, a[0], a[1]); });
-    entry.outputs.forEach(function (o) {
-      row(table, "output", o[0] + ": " + o[1]);
-      if (o[2]) { row(table, "quant", o[2]); }
-    });
-  }
-
-  function label(n) { return n === 1 ? "1 match" : n ? n + " matches" : "no match"; }
-
-  function search(text) {
-    hits.forEach(function (key) {
-      var element = document.getElementById(key);
-      if (element) { element.classList.remove("hit", "current"); }
-    });
-    hits = []; current = -1;
-    var needle = text.trim().toLowerCase();
-    if (svg) { svg.classList.toggle("searching", needle.length > 0); }
-    if (!needle) { count.textContent = ""; return; }
-    Object.keys(haystack).forEach(function (key) {
-      if (haystack[key].indexOf(needle) >= 0) {
-        var element = document.getElementById(key);
-        if (element) { element.classList.add("hit"); hits.push(key); }
-      }
-    });
-    count.textContent = label(hits.length);
-  }
-
-  function step(by) {
-    if (!hits.length) { return; }
-    var old = document.getElementById(hits[current]);
-    if (current >= 0 && old) { old.classList.remove("current"); }
-    current = (current + by + hits.length) % hits.length;
-    var element = document.getElementById(hits[current]);
-    element.classList.add("current");
-    count.textContent = label(hits.length) + " (" + (current + 1) + " of " + hits.length + ")";
-    centre(element); show(hits[current]);
-  }
-
-  var timer = null;
-  box.addEventListener("input", function () {
-    clearTimeout(timer);
-    timer = setTimeout(function () { search(box.value); }, 120);
-  });
-  box.addEventListener("keydown", function (event) {
-    if (event.key === "Enter") {
-      clearTimeout(timer);
-      if (current < 0) { search(box.value); }
-      step(event.shiftKey ? -1 : 1);
-    } else if (event.key === "Escape") { box.value = ""; search(""); }
-  });
-  document.getElementById("next").addEventListener("click", function () { step(1); });
-  document.getElementById("zoom-in").addEventListener("click", function () {
-    var rect = view.getBoundingClientRect(); zoomAt(1.25, rect.width / 2, rect.height / 2);
-  });
-  document.getElementById("zoom-out").addEventListener("click", function () {
-    var rect = view.getBoundingClientRect(); zoomAt(0.8, rect.width / 2, rect.height / 2);
-  });
-  document.getElementById("fit").addEventListener("click", fit);
-
-  view.addEventListener("wheel", function (event) {
-    event.preventDefault();
-    var rect = view.getBoundingClientRect();
-    zoomAt(Math.exp(-event.deltaY * 0.0015), event.clientX - rect.left, event.clientY - rect.top);
-  }, { passive: false });
-
-  var drag = null;
-  view.addEventListener("pointerdown", function (event) {
-    drag = { x: event.clientX, y: event.clientY, moved: false };
-    view.setPointerCapture(event.pointerId);
-  });
-  view.addEventListener("pointermove", function (event) {
-    if (!drag) { return; }
-    var dx = event.clientX - drag.x, dy = event.clientY - drag.y;
-    if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) { return; }
-    drag.moved = true; view.classList.add("dragging");
-    tx += dx; ty += dy; drag.x = event.clientX; drag.y = event.clientY; apply();
-  });
-  view.addEventListener("pointerup", function (event) {
-    var clicked = drag && !drag.moved;
-    drag = null; view.classList.remove("dragging");
-    if (!clicked) { return; }
-    var under = document.elementFromPoint(event.clientX, event.clientY);
-    var group = under && under.closest ? under.closest("g.node") : null;
-    if (group && index[group.id]) { show(group.id); }
-  });
-
-  function fromHash() {
-    var match = /^#search=(.*)$/.exec(location.hash);
-    if (!match) { return; }
-    var text;
-    try { text = decodeURIComponent(match[1]); } catch (error) { text = match[1]; }
-    box.value = text; search(text);
-    if (hits.length) { step(1); }
-  }
-  window.addEventListener("hashchange", fromHash);
-  fit();
-  fromHash();
-})();
 """

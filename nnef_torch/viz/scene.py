@@ -32,6 +32,21 @@ class TensorType:
         return f"{self.dtype or '?'}[{dims}]"
 
 
+@dataclass(frozen=True)
+class Folded:
+    """A variable or constant drawn inside the node that reads it (the HTML viewer folds them), with the shape ops
+    that were applied to it on the way (`via`) and its values' statistics where they were read."""
+
+    param: str  # the argument it feeds ('filter', 'bias', 'values[1]')
+    name: str
+    kind: str  # VARIABLE or CONSTANT
+    type: TensorType  # what the consumer reads (after `via`)
+    label: str | None = None  # a variable's label
+    via: tuple[str, ...] = ()  # shape ops between it and its consumer, in order
+    data_dtype: str | None = None  # the stored values' element type ('float32'), where they were read
+    stats: tuple[tuple[str, float], ...] = ()  # (min, max, mean, std) where the values were read
+
+
 @dataclass
 class Node:
     id: int  # unique in its scene, in topological order where the source has one
@@ -43,6 +58,7 @@ class Node:
     label: str | None = None  # a variable's label
     scope: tuple[str, ...] = ()  # the fragment invocations it was expanded from, outermost first
     value: Any = None  # a constant's value (small ones), for the label
+    folded: tuple[Folded, ...] = ()  # the variables and constants it reads, drawn inside it (`viz.fold`)
 
     @property
     def key(self) -> str:

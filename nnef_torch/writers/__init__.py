@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nnef_torch.errors import NNEFOptionError
+from nnef_torch.phases import reporting
 
 if TYPE_CHECKING:
     import torch
@@ -111,8 +112,11 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
     ops (NNEF, traced modules): the only NNEF operations the graph may use; fragments outside the list are expanded
     (see `nnef_torch.export`).
 
+    progress: a line on stderr per phase of a trace (see `nnef_torch.export`) and a bar while tensors are written:
+    True always, False never, None (the default) on a terminal, for long phases and large tensors.
+
     dialect (NNEF, imported modules): 'tract_core' writes a module read from a tract_core document in tract's
-    form; by default such a module is written as standard NNEF (README, "Dialects read").
+    form; by default such a module is written as standard NNEF (docs/tract_core.md, "Dialects read").
     """
     from nnef_torch.writers.source import source_of  # lazy: keeps torch out of reading (the CLI imports writers)
     writer = writer_for(path, format)
@@ -123,8 +127,10 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
                                      "fold_batch_norm": True if fold_batch_norm else None,
                                      "input_names": input_names, "output_names": output_names, "ops": ops})
     trace = {key: options.pop(key) for key in TRACE_OPTIONS if key in options}
-    source = source_of(module, example_inputs, dialect=options.get("dialect"), target=options.get("target"), **trace)
-    writer.load().write(source, path, **options)
+    with reporting(progress):  # the export's phase lines (`nnef_torch.phases`)
+        source = source_of(module, example_inputs, dialect=options.get("dialect"), target=options.get("target"),
+                           **trace)
+        writer.load().write(source, path, **options)
 
 
 __all__ = ["FORMATS", "WRITERS", "Writer", "check_options", "save", "writer_for"]

@@ -63,7 +63,7 @@ def write(source: Source, path: str | os.PathLike, *, compress: bool | None = No
         raise NNEFOptionError(f"dialect={dialect!r} applies to a module read from a document of that dialect "
                               "('extension tract_registry tract_core;'); this one is standard NNEF")
     text = info.graph_text
-    if info.deviations:  # read leniently: written as standard NNEF (README, "Deviations read")
+    if info.deviations:  # read leniently: written as standard NNEF (docs/tract_core.md, "Deviations read")
         standard = standard_fragments()
         graph, fragments, library = standard_graph(module_graph(module, "standard", lambda name: name in standard),
                                                    info.document)

@@ -1,4 +1,5 @@
-"""The standard NNEF document of a module whose document was read with deviations (README, "Deviations read").
+"""The standard NNEF document of a module whose document was read with deviations (docs/tract_core.md,
+"Deviations read").
 
 Its graph is lowered again with the standard operations kept whole (the document's fragments, a redefined standard op
 included, expanded; positional and tensor attributes, duplicates and nested invocations are resolved by reading),

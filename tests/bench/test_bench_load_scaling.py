@@ -16,6 +16,8 @@ import bench_load_scaling  # noqa: E402
 
 import nnef_torch  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 
 def test_generated_folder_loads_and_matches_the_khronos_reading(tmp_path):
     count = bench_load_scaling.write_folder(str(tmp_path), 60)

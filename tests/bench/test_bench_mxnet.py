@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 RATIO = re.compile(r"\(\d+\.\d\dx\)")
 

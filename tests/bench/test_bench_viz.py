@@ -7,10 +7,13 @@ import sys
 from pathlib import Path
 
 import nnef
+import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 from bench_viz import generated_text  # noqa: E402
+
+pytestmark = pytest.mark.slow
 
 
 def test_generated_graph_has_the_operations_asked_for():

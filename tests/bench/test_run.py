@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 METRICS = ("load", "forward b1", "forward b8", "train step", "export")
 # table column -> (packages it needs, metrics it runs)

@@ -13,6 +13,8 @@ import torch
 
 import nnef_torch
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

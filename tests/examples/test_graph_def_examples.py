@@ -14,6 +14,8 @@ from formats.khronos_session import run_khronos
 
 from examples.test_examples import run_example
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def backbone(tmp_path_factory):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "tour.ipynb"
 
 

@@ -19,6 +19,8 @@ import torch.nn.functional as F
 import nnef_torch
 from exporter.consumers import export_and_check
 
+pytestmark = pytest.mark.slow
+
 torch.manual_seed(0)
 
 

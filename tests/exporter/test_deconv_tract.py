@@ -10,6 +10,8 @@ from torch import nn
 
 import nnef_torch
 
+pytestmark = pytest.mark.slow
+
 GENERATOR = torch.Generator().manual_seed(11)
 CASES = {
     "2d": (nn.ConvTranspose2d(4, 6, 2, stride=2), (2, 4, 5, 6)),

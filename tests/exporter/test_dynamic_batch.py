@@ -20,7 +20,10 @@ import nnef_torch
 from exporter.consumers import close, khronos_parse, run_khronos, run_tract
 from nnef_torch.errors import ExportError, NNEFOptionError
 
-pytestmark = pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_weights.*:UserWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_weights.*:UserWarning"),
+]
 
 BATCHES = (1, 7)
 

@@ -15,6 +15,8 @@ from torch import nn
 import nnef_torch
 from exporter.consumers import close, export_and_check
 
+pytestmark = pytest.mark.slow
+
 _GEN = torch.Generator().manual_seed(19)
 
 

@@ -14,6 +14,8 @@ from torch import nn
 import nnef_torch
 from exporter.consumers import close_all, khronos_parse, run_khronos, run_tract
 
+pytestmark = pytest.mark.slow
+
 
 class Fn(nn.Module):
     def __init__(self, fn):

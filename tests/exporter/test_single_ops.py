@@ -13,6 +13,8 @@ import nnef_torch
 from exporter.consumers import export_and_check
 from exporter.single_op_rows import ROWS, UNMAPPABLE, Row
 
+pytestmark = pytest.mark.slow
+
 CONSUMERS = ("khronos", "tract", "nnef_torch")
 SELECTED = [row for row in ROWS if not row.extra or os.environ.get("NNEF_TORCH_ALL_OPS") == "1"]
 

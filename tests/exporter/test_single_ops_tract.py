@@ -19,6 +19,8 @@ from exporter.single_op_rows import Row, randn
 from exporter.single_op_rows import row as table_row
 from exporter.test_single_ops import SELECTED
 
+pytestmark = pytest.mark.slow
+
 BEYOND = [
     table_row("nearest_downsample_2d", lambda v: F.interpolate(v, scale_factor=0.5, mode="nearest"), randn(1, 2, 8, 6)),
     table_row("nearest_downsample_1d", lambda v: F.interpolate(v, size=3, mode="nearest"), randn(2, 3, 9)),

@@ -23,6 +23,8 @@ import nnef_torch
 from exporter.consumers import close_all, khronos_parse, run_khronos, run_tract
 from nnef_torch.errors import ExportError
 
+pytestmark = pytest.mark.slow
+
 
 class Projection(nn.Module):
     """A linear layer over [B, S, 16], split into heads and merged back, with slices from both ends."""

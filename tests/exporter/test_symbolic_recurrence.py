@@ -18,7 +18,10 @@ from torch.export import Dim
 import nnef_torch
 from exporter.consumers import close_all
 
-pytestmark = pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_weights.*:UserWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_weights.*:UserWarning"),
+]
 
 T, B = Dim("T"), Dim("B")
 LENGTHS = (1, 5, 17)

@@ -20,6 +20,8 @@ from nnef_torch.ir.builder import Builder
 from tests.exporter.consumers import export_and_check
 from tests.exporter.zoo import ZOO, make
 
+pytestmark = pytest.mark.slow
+
 nnef = pytest.importorskip("nnef", reason="the Khronos `nnef` package (test extra) is not installed")
 
 SHAPE_OPS = ("unsqueeze", "squeeze", "reshape", "transpose")

@@ -20,7 +20,10 @@ from tests.exporter.zoo import ZOO, make
 
 CONSUMERS = ("khronos", "tract", "nnef_torch")
 # torch.export's note on nn.LSTM / nn.GRU re-assigning their flat weight list while tracing; harmless here
-pytestmark = pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_weights.*:UserWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_weights.*:UserWarning"),
+]
 
 # Why a consumer cannot run a row (tract's NNEF reader lacks some standard operations; the Khronos executor crashes
 # on one broadcast).

@@ -19,7 +19,10 @@ from tests.exporter.consumers import _as_list, _numpy, close_all
 from tests.exporter.test_zoo import IDS, ROWS, Row, tolerance
 from tests.exporter.zoo import make
 
-pytestmark = pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_weights.*:UserWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_weights.*:UserWarning"),
+]
 
 
 def run_tract(folder: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:

@@ -15,6 +15,8 @@ import pytest
 from test_hostile_inputs import Costly
 from test_hostile_inputs import test_hostile_input_costs_little as run_in_child
 
+pytestmark = pytest.mark.slow
+
 MB = 1 << 20
 SIZE = 16 * MB  # the size of the large inputs
 SCANNED = 5 * SIZE / MB  # what reading them may take: the bytes, their skeleton and the scan's chunks, the text

@@ -8,6 +8,8 @@ from khronos import conformance_cases, require_conformance
 
 import nnef_torch
 
+pytestmark = pytest.mark.slow
+
 CASES = conformance_cases()
 
 

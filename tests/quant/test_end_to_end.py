@@ -13,6 +13,8 @@ import torch
 import nnef_torch
 from nnef_torch.quant import QuantConfig
 
+pytestmark = pytest.mark.slow
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qat_to_graph_quant.py"
 
 

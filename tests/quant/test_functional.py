@@ -493,3 +493,63 @@ def test_one_node_with_the_documented_target():
     targets = [str(node.target) for node in exported.graph.nodes if node.op == "call_function"]
     assert targets == ["nnef_torch.fake_quantize.default"]
 
+
+
+# ---- eager calls: the op's body and formula without the op (no torch._dynamo import) ----------------------------
+
+@pytest.mark.parametrize("row", FORWARD_ROWS, ids=row_id)
+def test_eager_quantize_equals_the_op_with_its_gradients(row):
+    from nnef_torch.quant.functional import LEARNABLE, quantize
+    op, bits, signed, symmetric = row
+    if op == LINEAR:
+        signed = symmetric = False
+    x, a, b = case_inputs(op, bits, signed, symmetric, True, np.float32)
+    results = []
+    for function in (quantize, fake_quantize):
+        a_t, b_t = torch_params(op, a, b)
+        learned = [t.requires_grad_() for t, name in zip((a_t, b_t), ("first", "second"))
+                   if t.is_floating_point() and LEARNABLE[op] and not (op == ZERO_POINT and name == "first")]
+        x_t = torch.from_numpy(x).requires_grad_()
+        y = function(x_t, a_t, b_t, op, bits, signed, symmetric, 0.5)
+        y.backward(torch.linspace(-1, 1, y.numel()).reshape(y.shape))
+        results.append([y.detach(), x_t.grad] + [t.grad for t in learned])
+    for mine, theirs in zip(*results):
+        assert torch.equal(mine, theirs)
+
+
+def test_eager_quantize_refuses_gradients_as_the_op():
+    from nnef_torch.quant.functional import quantize
+    x = torch.randn(4, requires_grad=True)
+    with pytest.raises(ValueError, match="zero point"):
+        quantize(x, torch.tensor(0.0, requires_grad=True), torch.tensor(0.1), ZERO_POINT, 8, True, False, 1.0)
+
+
+FIRST_FORWARD = """
+import sys, torch, nnef_torch
+model = nnef_torch.load(sys.argv[1])
+assert model.quantizers(), "the model has graph.quant entries"
+with torch.no_grad():
+    model(torch.randn(1, 8))
+model(torch.randn(1, 8)).sum()  # and with autograd on
+print("torch._dynamo" in sys.modules)
+"""
+
+
+def test_first_forward_of_a_quantized_model_does_not_import_dynamo(tmp_path):
+    """Calling a torch custom op the first time imports torch._dynamo (seconds); a quantized model's forward
+    computes its fake quantization without it."""
+    import subprocess
+    import sys
+    folder = tmp_path / "q"
+    folder.mkdir()
+    (folder / "graph.nnef").write_text("version 1.0;\ngraph G( input ) -> ( output )\n{\n"
+                                       "    input = external<scalar>(shape = [1, 8]);\n    a = relu(input);\n"
+                                       "    b = mul(a, 2.0);\n    output = neg(b);\n}\n")
+    (folder / "graph.quant").write_text('"a": zero_point_linear_quantize(zero_point = 0, scale = 0.1, bits = 8, '
+                                        'signed = true, symmetric = false);\n"b": min_max_linear_quantize('
+                                        'min = -1.0, max = 1.0, bits = 8, signed = true, symmetric = false);\n')
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", FIRST_FORWARD, str(folder)], capture_output=True, text=True,
+                          cwd=root, env={**__import__("os").environ, "PYTHONPATH": str(root)}, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

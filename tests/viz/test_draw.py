@@ -118,8 +118,15 @@ def test_unknown_suffix_is_refused(tmp_path):
 def test_without_dot_the_dot_is_written_and_the_error_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda *args, **kwargs: None)
     with pytest.raises(viz.RenderError, match="apt-get install graphviz"):
-        viz.draw(TINY, tmp_path / "tiny.html")
-    assert not (tmp_path / "tiny.html").exists() and (tmp_path / "tiny.dot").exists()
+        viz.draw(TINY, tmp_path / "tiny.svg")
+    assert not (tmp_path / "tiny.svg").exists() and (tmp_path / "tiny.dot").exists()
+
+
+def test_html_needs_no_graphviz(tmp_path, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda *args, **kwargs: None)
+    viz.draw(TINY, tmp_path / "tiny.html")
+    page = (tmp_path / "tiny.html").read_text(encoding="utf-8")
+    assert "dagre" in page and 'id="node-index"' in page and not (tmp_path / "tiny.dot").exists()
 
 
 def test_loading_relayviz_says_to_draw_it(tmp_path):

@@ -93,3 +93,11 @@ def test_timeout_is_a_render_error(demo_dot, tmp_path, monkeypatch):
     monkeypatch.setattr(render_module.subprocess, "run", too_slow)
     with pytest.raises(RenderError, match="did not finish within 1.5 s"):
         render(demo_dot, str(tmp_path / "x.svg"), "svg", timeout=1.5)
+
+
+@needs_dot
+def test_layout_says_what_it_does_with_progress(demo_dot, capsys):
+    render(demo_dot, None, "svg", progress=True)
+    assert capsys.readouterr().err.startswith("laying out the drawing with Graphviz's dot -Tsvg ... (")
+    render(demo_dot, None, "svg", progress=False)
+    assert capsys.readouterr().err == ""

@@ -1,22 +1,24 @@
-"""Reading NNEF containers: model folders, graph.nnef files and tar archives, checked and bounded before anything
-is read; tensor files are read on demand."""
+"""Reading NNEF containers: model folders, graph.nnef files and tar archives (read by `archive`), checked and
+bounded before anything is read; a folder's tensor files are read on demand."""
 from __future__ import annotations
 
 import errno
-import gzip
 import io
 import os
 import re
 import stat
 import tarfile
-import threading
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from nnef_torch.errors import Location, NNEFContainerError
+
+if TYPE_CHECKING:
+    from nnef_torch.format.container.archive import TarStore
 from nnef_torch.format.labels import label_to_relpath
 
 DEFAULT_MAX_BYTES = 16 << 30  # total unpacked size of an archive
@@ -141,7 +143,7 @@ def open_regular(path: str, where: str | None = None, what: str = "file") -> io.
     raise NNEFContainerError(f"{what} is not a regular file ({kind})", Location(file=where))
 
 
-def _read_checked(stream: io.BufferedIOBase | _Bounded, size: int, check: Check | None) -> bytearray | memoryview:
+def _read_checked(stream: io.BufferedIOBase, size: int, check: Check | None) -> bytearray | memoryview:
     """`size` bytes of `stream` (fewer where it ends early), writable. Its first HEAD_SIZE bytes are handed to
     `check`, with `size`, before anything more is allocated or read."""
     head = stream.read(min(size, HEAD_SIZE))
@@ -156,176 +158,10 @@ def _read_checked(stream: io.BufferedIOBase | _Bounded, size: int, check: Check 
     return data if got == size else data[:got]
 
 
-class _TooLarge(tarfile.TarError):
-    pass
-
-
-class _Bounded:
-    """The stream tarfile reads: refuses positions past `limit` and single reads over `max_read`, so that
-    no header (size, pax or long-name record) makes us allocate or decompress more than allowed."""
-
-    def __init__(self, stream: io.BufferedIOBase, limit: int, max_read: int):
-        self.stream, self.limit, self.max_read = stream, limit, max_read
-
-    def tell(self) -> int:
-        return self.stream.tell()
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        target = pos + (self.stream.tell() if whence == 1 else 0)
-        if whence == 2 or target > self.limit:
-            raise _TooLarge(f"seek to byte {target} beyond the limit of {self.limit}")
-        return self.stream.seek(target)
-
-    def read(self, n: int | None = -1) -> bytes:
-        pos = self.stream.tell()
-        n = self.limit - pos if n is None or n < 0 else n
-        self._allow(pos, n)
-        return self.stream.read(n)
-
-    def readinto(self, buffer: memoryview) -> int:
-        self._allow(self.stream.tell(), buffer.nbytes)
-        return self.stream.readinto(buffer)
-
-    def _allow(self, pos: int, n: int) -> None:
-        if n > self.max_read or pos + n > self.limit:
-            raise _TooLarge(f"refusing to read {n} bytes at byte {pos} (over the size limits)")
-
-
-class _TarStore:
-    """Members of a tar archive, checked at open and read into memory on demand (never extracted)."""
-
-    def __init__(self, path: str, max_bytes: int, max_members: int,
-                 max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES):
-        self.path = path
-        self.max_document_bytes = max_document_bytes
-        self._lock = threading.Lock()
-        self._raw = open_regular(path, what="archive")
-        self._gz = gzip.GzipFile(fileobj=self._raw, mode="rb") if self._raw.read(2) == _GZIP_MAGIC else None
-        self._raw.seek(0)
-        # on top of the data, headers (pax records included) and padding take a few blocks per member
-        limit = max_bytes + 16 * tarfile.BLOCKSIZE * max_members + tarfile.RECORDSIZE
-        self._stream = _Bounded(self._gz or self._raw, limit, max_read=1 << 20)
-        try:
-            self._open(max_bytes, max_members)
-        except BaseException:
-            self.close()
-            raise
-        self._stream.max_read = self._stream.limit  # member data may now be read in one piece
-
-    def _fail(self, message: str, member: str | None = None) -> NNEFContainerError:
-        where = f"{self.path}:{member}" if member is not None else self.path
-        return NNEFContainerError(message, Location(file=where))
-
-    def _open(self, max_bytes: int, max_members: int) -> None:
-        last = None
-        try:
-            tar = tarfile.open(fileobj=self._stream, mode="r:")
-            self.files: dict[str, tarfile.TarInfo] = {}
-            dirs: set[str] = set()
-            count = total = 0
-            while (info := tar.next()) is not None:
-                last = info.name
-                count += 1
-                if count > max_members:
-                    raise self._fail(f"archive has more than {max_members} members (at member {last!r})", last)
-                name = self._check_member(info)
-                if name in self.files or name in dirs:
-                    raise self._fail(f"archive member {last!r} collides with another member named {name!r}", last)
-                if info.isdir():
-                    dirs.add(name)
-                    continue
-                total += info.size
-                if total > max_bytes:
-                    raise self._fail(f"archive unpacks to more than {max_bytes} bytes (at member {last!r}, "
-                                     f"{info.size} bytes)", last)
-                self.files[name] = info
-            # tarfile stops silently at a bad header; a non-zero block there means a lying size or garbage
-            self._stream.seek(tar.offset)
-            if self._stream.read(tarfile.BLOCKSIZE).strip(b"\0"):
-                raise tarfile.ReadError(f"invalid tar header at byte {tar.offset} (a member's size is wrong)")
-        except NNEFContainerError:
-            raise
-        except _ARCHIVE_ERRORS as e:
-            near = f" near member {last!r}" if last is not None else ""
-            raise self._fail(f"corrupt or truncated archive{near}: {e}", last) from None
-        self.prefix = ""  # the archive root, or its single top-level folder (as the Khronos tools write)
-        if GRAPH_FILE not in self.files:
-            tops = {n.split("/")[0] for n in [*self.files, *dirs] if n}
-            if len(tops) == 1 and (top := tops.pop()) + "/" + GRAPH_FILE in self.files:
-                self.prefix = top + "/"
-
-    def _check_member(self, info: tarfile.TarInfo) -> str:
-        """Refuse unsafe members; return the normalized name ('' for the archive root)."""
-        raw = info.name
-        if raw.startswith(("/", "\\")) or _DRIVE.match(raw):
-            raise self._fail(f"archive member {raw!r} has an absolute path", raw)
-        parts = [p for p in raw.replace("\\", "/").split("/") if p not in ("", ".")]
-        if ".." in parts or not (parts or info.isdir()):
-            raise self._fail(f"archive member {raw!r} has a '..' component or no name", raw)
-        kinds = ((info.issym, "a symbolic link"), (info.islnk, "a hard link"), (info.ischr, "a character device"),
-                 (info.isblk, "a block device"), (info.isfifo, "a fifo"), (info.issparse, "a sparse file"))
-        for test, what in kinds:
-            if test():
-                raise self._fail(f"archive member {raw!r} is {what}; only files and folders are allowed", raw)
-        if not (info.isreg() or info.isdir()):
-            raise self._fail(f"archive member {raw!r} has unsupported type {info.type!r}", raw)
-        if info.size < 0:
-            raise self._fail(f"archive member {raw!r} has a negative size", raw)
-        return "/".join(parts)
-
-    def text(self, name: str) -> str | None:
-        info = self.files.get(self.prefix + name)
-        if info is None:
-            return None
-        where = f"{self.path}:{info.name}"
-        _check_document_size(info.size, self.max_document_bytes, where)
-        return _decode(self._read(info), where)
-
-    def documents(self) -> list[str]:
-        """The other top-level `.nnef` and `.quant` files (graph_def's networks beside graph.nnef)."""
-        n = len(self.prefix)
-        return sorted(key[n:] for key in self.files if key.startswith(self.prefix) and _is_document(key[n:]))
-
-    def resolve(self, label: str) -> str | None:
-        rel = label_to_relpath(label)
-        if self.prefix + rel in self.files:
-            return rel
-        n = len(self.prefix)
-        return _pick_ci(rel, (k[n:] for k in self.files if k.startswith(self.prefix)), label, self.path)
-
-    def display(self, rel: str) -> str:
-        info = self.files.get(self.prefix + rel)
-        return f"{self.path}:{info.name if info is not None else self.prefix + rel}"
-
-    def read(self, rel: str, label: str, check: Check | None = None) -> bytearray | memoryview:
-        return self._read(self.files[self.prefix + rel], check)
-
-    def _read(self, info: tarfile.TarInfo, check: Check | None = None) -> bytearray | memoryview:
-        """A member's data, read in place (what tarfile.extractfile does for a regular member, minus a copy); with a
-        `check`, its first bytes are checked against the member's size before the rest is inflated."""
-        with self._lock:
-            if self._raw.closed:
-                raise ValueError(f"model container {self.path} is closed")
-            try:
-                self._stream.seek(info.offset_data)
-                data = _read_checked(self._stream, info.size, check)
-            except _ARCHIVE_ERRORS as e:
-                raise self._fail(f"cannot read archive member {info.name!r}: {e}", info.name) from None
-        if len(data) != info.size:
-            raise self._fail(f"archive member {info.name!r} is truncated: header says {info.size} bytes, "
-                             f"found {len(data)}", info.name)
-        return data
-
-    def close(self) -> None:
-        with self._lock:
-            if self._gz is not None:
-                self._gz.close()
-            self._raw.close()
-
-
 @dataclass
 class ModelFiles:
-    """An opened NNEF container. Graph texts are read at open; tensor files are read on demand.
+    """An opened NNEF container. Graph texts are read at open; a folder's tensor files are read on demand, an
+    archive's were read with it.
 
     Use as a context manager (or call close()) to release an archive's file handle.
     """
@@ -333,7 +169,7 @@ class ModelFiles:
     source: str
     graph_text: str
     quant_text: str | None
-    _store: _FolderStore | _TarStore = field(repr=False, compare=False)
+    _store: _FolderStore | TarStore = field(repr=False, compare=False)
 
     def document_names(self) -> list[str]:
         """The file names of the container's other NNEF documents and their quantization files (`train.nnef`,
@@ -391,10 +227,12 @@ def _is_document(name: str) -> bool:
     return "/" not in name and name.lower().endswith((".nnef", ".quant")) and name not in (GRAPH_FILE, QUANT_FILE)
 
 
-def _is_archive(path: str) -> bool:
+def _archive_kind(path: str) -> tuple[bool, bool]:
+    """Whether `path` is an archive (by its name or content), and whether it is gzip-compressed (by content)."""
     with open_regular(path, what="model file") as f:
         head = f.read(tarfile.BLOCKSIZE)
-    return path.lower().endswith(_ARCHIVE_SUFFIXES) or head.startswith(_GZIP_MAGIC) or head[257:262] == b"ustar"
+    gz = head.startswith(_GZIP_MAGIC)
+    return path.lower().endswith(_ARCHIVE_SUFFIXES) or gz or head[257:262] == b"ustar", gz
 
 
 def _check_document_size(size: int, limit: int, where: str) -> None:
@@ -435,9 +273,11 @@ def _listing(names: Iterable[str], limit: int = 20) -> str:
 
 def open_model(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
                max_members: int = DEFAULT_MAX_MEMBERS,
-               max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> ModelFiles:
+               max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES, progress: bool | None = None) -> ModelFiles:
     """Open a model folder, a path to its graph.nnef, or a .tar/.tgz/.tar.gz archive (gzip found by content).
 
+    An archive is read whole, in one forward pass, when it is opened (its tensor files and documents are kept in
+    memory until `close`); `progress` shows a bar on stderr meanwhile (None: on a terminal, for large archives).
     For archives, `max_bytes` bounds the total unpacked size and `max_members` the member count. Every graph,
     quantization or other NNEF document is at most `max_document_bytes` long. No file read from a folder may
     resolve outside it (through a symbolic link or '..'), and every one must be a regular file.
@@ -451,7 +291,7 @@ def open_model(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
                                      Location(file=source))
         return ModelFiles(source, graph, store.text(QUANT_FILE), store)
     try:
-        archive = _is_archive(source)
+        archive, gz = _archive_kind(source)
     except FileNotFoundError:
         raise NNEFContainerError("no such model folder, graph file or archive", Location(file=source)) from None
     except OSError as e:
@@ -461,7 +301,8 @@ def open_model(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
         graph = _read_text_file(source, source, max_document_bytes) or ""  # named by the caller: followed
         quant = folder.text(os.path.splitext(os.path.basename(source))[0] + ".quant")
         return ModelFiles(source, graph, quant, folder)
-    store = _TarStore(source, max_bytes, max_members, max_document_bytes)
+    from nnef_torch.format.container.archive import TarStore  # it builds on this module
+    store = TarStore(source, gz, max_bytes, max_members, max_document_bytes, progress)
     try:
         graph = store.text(GRAPH_FILE)
         if graph is None:

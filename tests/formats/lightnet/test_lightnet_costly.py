@@ -17,6 +17,8 @@ from test_hostile_inputs import test_hostile_input_costs_little as run_in_child
 
 from formats.lightnet.lightnet_ir import create, document, hand_layout
 
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).parent / "fixtures"
 # a model of one constant, so that what the child measures is the weight file, none of whose arrays it reads
 MODEL = hand_layout(document(create("x", [1, 4], [1, 2, 3, 4])))

@@ -24,6 +24,8 @@ import nnef_torch
 from formats.khronos_session import check_session, run_khronos
 from formats.nnvm.zoo_params import checksum, zoo_input, zoo_params
 
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).resolve().parent
 OPS_DIR, ZOO_DIR = HERE / "fixtures" / "ops", HERE / "fixtures" / "zoo"
 OPS = json.loads((OPS_DIR / "manifest.json").read_text())

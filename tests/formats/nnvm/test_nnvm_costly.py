@@ -19,6 +19,8 @@ from test_hostile_inputs import test_hostile_input_costs_little as run_in_child
 
 from formats.nnvm.test_bad_nnvm import params, params_file
 
+pytestmark = pytest.mark.slow
+
 MB = 1 << 20
 
 

@@ -27,6 +27,8 @@ from nnef_torch.errors import (
 )
 from nnef_torch.reader import read_graph
 
+pytestmark = pytest.mark.slow
+
 HEAD = "version 1.0;\nextension tract_registry tract_core;\n"
 FIXTURES = Path(__file__).parent / "fixtures"
 PACKAGE_ROOT = Path(nnef_torch.__file__).parents[1]  # where the child imports the package from

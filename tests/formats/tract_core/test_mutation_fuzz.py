@@ -25,6 +25,8 @@ from hypothesis import strategies as st
 import nnef_torch
 from nnef_torch.errors import NNEFDeviationWarning, NNEFError
 
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).parent / "fixtures"
 PRODUCERS = Path(__file__).parents[2] / "format" / "producers"
 SEEDS = {folder.name: folder for root in (FIXTURES, PRODUCERS) for folder in sorted(root.iterdir())
