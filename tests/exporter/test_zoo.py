@@ -22,6 +22,7 @@ CONSUMERS = ("khronos", "tract", "nnef_torch")
 # torch.export's note on nn.LSTM / nn.GRU re-assigning their flat weight list while tracing; harmless here
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.usefixtures("one_thread"),
     pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_weights.*:UserWarning"),
 ]
 
@@ -93,14 +94,6 @@ def tolerance(row: Row, module: torch.nn.Module, inputs: tuple) -> float:
 
 _EXPORTS: dict[str, tuple] = {}
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These models are tiny: with two threads, OpenMP's waiting costs seconds per call on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture

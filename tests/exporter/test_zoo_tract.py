@@ -21,6 +21,7 @@ from tests.exporter.zoo import make
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.usefixtures("one_thread"),
     pytest.mark.filterwarnings("ignore:The tensor attributes .*_flat_weights.*:UserWarning"),
 ]
 
@@ -37,13 +38,6 @@ def run_tract(folder: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 _EXPORTS: dict[str, tuple[Path, float, list[Any], list[np.ndarray]]] = {}
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture
