@@ -42,11 +42,11 @@ _TORCH_API = {"load": "nnef_torch.importer.load", "save": "nnef_torch.writers",
               "Model": "nnef_torch.exporter.model"}
 
 
-_SUBPACKAGES = ("viz", "graph_def")
+_SUBPACKAGES = ("viz", "graph_def", "llm")
 
 
 def __getattr__(name: str) -> Any:
-    """The torch side (`load`, `save`, `NNEFModule`), `viz` and `graph_def` are imported on first use: reading
+    """The torch side (`load`, `save`, `NNEFModule`), `viz`, `graph_def` and `llm` are imported on first use: reading
     files needs no torch."""
     import importlib
 

@@ -212,7 +212,7 @@ def read_variable(files: container.ModelFiles, variable: Variable) -> TensorData
     where = files.tensor_path(variable.label)
     check = tensor_file.header_check(file=where, expected_shape=variable.shape, kinds=_KINDS.get(variable.dtype, ()),
                                      declared=f"variable '{variable.name}' is declared {variable.dtype}")
-    return tensor_file.decode(files.tensor_bytes(variable.label, check), file=where)
+    return tensor_file.decode(files.tensor_bytes(variable.label, check), file=where, expected_shape=variable.shape)
 
 
 def member_path(source: str, name: str) -> str:

@@ -10,7 +10,8 @@ from nnef_torch.format import container, tensor_file
 
 
 def read_tensor(source: str | os.PathLike | bytes | bytearray | memoryview) -> np.ndarray:
-    """Decode a .dat file (a path, or its bytes); quantized data comes back dequantized."""
+    """Decode a .dat file (a path, or its bytes); quantized data comes back dequantized (tract's Q4_0 / Q8_1
+    blocks as the float32 values tract computes)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return tensor_file.decode(source).array
     file = os.fspath(source)
@@ -18,6 +19,8 @@ def read_tensor(source: str | os.PathLike | bytes | bytearray | memoryview) -> n
 
 
 def write_tensor(path: str | os.PathLike, array: Any, *, quantization: dict[str, Any] | None = None,
-                 layout: str = "current") -> None:
-    """Encode `array` (numpy or torch) as a .dat file; see `tensor_file.encode` for quantization and layout."""
-    container.write_file(path, tensor_file.encode(array, quantization=quantization, layout=layout))
+                 layout: str = "current", item_type: str | None = None) -> None:
+    """Encode `array` (numpy or torch) as a .dat file; see `tensor_file.encode` for quantization and layout.
+    item_type: 'q4_0' / 'q8_1' (tract's blocks of 32, quantized min-max as tract does), 'f16' or 'f32'."""
+    container.write_file(path, tensor_file.encode(array, quantization=quantization, layout=layout,
+                                                  item_type=item_type))

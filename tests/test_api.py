@@ -22,8 +22,8 @@ def test_signatures():
         return str(inspect.signature(fn))
     assert sig(nnef_torch.read_tensor) == "(source: 'str | os.PathLike | bytes | bytearray | memoryview') -> 'np.ndarray'"
     assert sig(nnef_torch.write_tensor) == ("(path: 'str | os.PathLike', array: 'Any', *, "
-                                            "quantization: 'dict[str, Any] | None' = None, layout: 'str' = 'current')"
-                                            " -> 'None'")
+                                            "quantization: 'dict[str, Any] | None' = None, layout: 'str' = 'current', "
+                                            "item_type: 'str | None' = None) -> 'None'")
     assert list(inspect.signature(nnef_torch.read_model).parameters) == [
         "path", "load_tensors", "atomic", "custom_shapes", "input_shapes", "format", "params", "inputs", "outputs",
         "batch_size", "batch_axes", "lenient"]
@@ -69,7 +69,7 @@ def test_export_surface():
     assert params["quantization"].kind is inspect.Parameter.KEYWORD_ONLY and params["quantization"].default is None
     assert params["dynamic_batch"].kind is inspect.Parameter.KEYWORD_ONLY and params["dynamic_batch"].default is False
     from nnef_torch.exporter.quantization import QuantExport
-    assert [f.name for f in __import__("dataclasses").fields(QuantExport)] == ["op", "inline", "weights"]
+    assert [f.name for f in __import__("dataclasses").fields(QuantExport)] == ["op", "inline", "weights", "block_weights"]
     assert QuantExport() == QuantExport(op=None, inline=False, weights="float")
     assert nnef_torch.save.__kwdefaults__["quantization"] is None
     assert inspect.isclass(nnef_torch.Model) and callable(nnef_torch.Model.save)

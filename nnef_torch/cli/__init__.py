@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from nnef_torch.cli import convert, demo, export, report, run, viz
+from nnef_torch.cli import convert, demo, export, export_llm, report, run, viz
 from nnef_torch.cli.common import PROG, CLIError, warnings_reported
 from nnef_torch.cli.demo import demo_model_path
 from nnef_torch.cli.report import describe
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  nnef-torch validate model.tgz\n  nnef-torch info model/ --input-shape input=8,3,224,224\n"
                "  nnef-torch run model.tgz -o outputs.npz\n"
                "  nnef-torch export mypackage.models:resnet18 -o resnet18.tgz --input-shape 1,3,224,224\n"
+               "  nnef-torch export-llm ./my-llama -o llama.tgz --weights q4_0\n"
                "  nnef-torch convert model/ model.tgz --tensor-layout current\n"
                "  nnef-torch viz model.tgz -o model.html\n  nnef-torch demo\n  nnef-torch --version\n\n"
                "every verb reads a deviation from the spec that real producers write with one warning each; "
@@ -33,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
                "run 'nnef-torch VERB --help' for the options and examples of each verb")
     parser.add_argument("--version", action="version", version=version_text())
     commands = parser.add_subparsers(dest="command", required=True, metavar="VERB")
-    for verb in (report, run, export, convert, viz, demo):
+    for verb in (report, run, export, export_llm, convert, viz, demo):
         verb.add_parsers(commands)
     return parser
 

@@ -28,7 +28,7 @@ from nnef_torch.exporter.emitter import Emitter, Unmappable
 from nnef_torch.exporter.naming import Documents, ModuleNames
 from nnef_torch.exporter.problems import Problem, node_problem
 from nnef_torch.exporter.quantization import QuantExport  # (registers the fake quantization rule)
-from nnef_torch.exporter.symbolic import SYMBOLIC_RULES, TRACT_RULES, Symbols, SymValue, refusal
+from nnef_torch.exporter.symbolic import SYMBOLIC_RULES, TRACT_OPERANDS, TRACT_RULES, Symbols, SymValue, refusal
 from nnef_torch.ir.graph import Graph, Ref
 from nnef_torch.ops.registry import export_rules
 
@@ -271,7 +271,9 @@ def _call(emit: Emitter, table: dict[str, Callable[..., Any]], node: torch.fx.No
         return FAILED
     args = torch.fx.node.map_arg(node.args, lambda n: env[n.name])
     kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n.name])
-    if symbols and target not in SYMBOLIC_RULES and not (emit.target == "tract" and target in TRACT_RULES):
+    operands = emit.target == "tract" and target in TRACT_OPERANDS
+    if symbols and target not in SYMBOLIC_RULES and not operands and not (emit.target == "tract"
+                                                                         and target in TRACT_RULES):
         read = _symbolic_arguments(args, kwargs)
         if read is not None:
             problems.append(node_problem(node, refusal(symbols, read, "it", emit.target)))
@@ -296,6 +298,8 @@ def _call(emit: Emitter, table: dict[str, Callable[..., Any]], node: torch.fx.No
         return FAILED
     emit.begin(node)
     try:
+        if operands:  # an extent read as a number, as a tensor tract computes from its symbols
+            args = tuple(emit.extent_tensor(a) if isinstance(a, SymValue) else a for a in args)
         result = rule(emit, *args, **kwargs)
     except Unmappable as why:
         problems.append(node_problem(node, str(why)))

@@ -82,6 +82,16 @@ class Emitter(Builder):
         text = self.symbols.show(expr).replace("**", "^")
         return Extent(text, self.symbols.value(expr, self.symbols.examples))
 
+    def extent_tensor(self, value: Any) -> Any:
+        """An extent the program reads as a number (`SymValue`) as a rank-0 integer tensor: tract's range over
+        [value, value + 1), squeezed."""
+        start = self.extent(value)
+        if not isinstance(start, Extent):
+            return start
+        end = Extent(f"{start.expr} + 1", start.value + 1)
+        one = super().op("tract_core_range", start, end, 1, out_shape=(1,))
+        return super().op("squeeze", one, axes=[0])
+
     def symbolic_out(self) -> list[Any] | None:
         """The symbolic shape of the node's result, as `symbolic_shape`."""
         if not self.symbols or self.node is None:

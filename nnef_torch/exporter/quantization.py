@@ -26,6 +26,9 @@ Options (`QuantExport`, or a dict of its fields, given as `quantization=` to `nn
   of a conv / deconv / linear whose input and filter have zero_point entries the entry
   zero_point_linear_quantize(zero_point = 0, scale = s_in * s_w, bits = 32, signed = true) with int32 codes.
   "seed" stores them in the seed spec's quantized layout (one linear or logarithmic range per tensor).
+- `block_weights`: "q4_0" stores each float variable that only `linear` reads as its filter (or `matmul` as its B
+  with transposeB), of rank >= 2 with rows (shape[1:]) of a multiple of 32 values and no graph.quant entry, as
+  tract's Q4_0 blocks quantized min-max from its value (`format/block_quant.py`), 4.5 bits per weight.
 """
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ from nnef_torch.errors import ExportError
 from nnef_torch.exporter.emitter import Emitter, Unmappable
 from nnef_torch.exporter.quantization_tract import per_channel, quantize_inline
 from nnef_torch.format.quant_file import QuantSpec, print_quantization
-from nnef_torch.importer.weights import Storage
+from nnef_torch.importer.weights import Storage, block_storage
 from nnef_torch.ir.graph import Graph, Operation, Ref
 from nnef_torch.ops.registry import export_rule
 from nnef_torch.quant.functional import OPS, zero_point_range
@@ -49,6 +52,7 @@ from nnef_torch.quant.modules import FakeQuantize
 from nnef_torch.quant.prepare import known_fields
 
 WEIGHTS = ("float", "quantized", "seed")
+BLOCK_WEIGHTS = ("q4_0",)  # tract 0.23 also reads Q8_1 but has no matmul kernel for it
 # the tensor parameters of each op (in order) and its attributes
 PARAMS = {"zero_point_linear_quantize": ("zero_point", "scale"), "min_max_linear_quantize": ("min", "max"),
           "linear_quantize": ("min", "max"), "logarithmic_quantize": ("max",)}
@@ -67,8 +71,12 @@ class QuantExport:
     op: str | None = None
     inline: bool = False
     weights: str = "float"
+    block_weights: str | None = None
 
     def __post_init__(self) -> None:
+        if self.block_weights is not None and self.block_weights not in BLOCK_WEIGHTS:
+            raise ExportError(f"quantization block_weights must be None or one of {', '.join(BLOCK_WEIGHTS)}, not "
+                              f"{self.block_weights!r}")
         if self.op is not None and self.op not in OPS:
             raise ExportError(f"quantization op must be None or one of {', '.join(OPS)}, not {self.op!r}")
         if self.weights not in WEIGHTS:
@@ -232,8 +240,9 @@ def store_weights(graph: Graph, data: Mapping[str, torch.Tensor], options: Quant
                   ) -> tuple[Graph, dict[str, Storage]]:
     """How each variable's .dat is written (label -> Storage; float when absent), and the graph with the bias
     entries that `weights="quantized"` adds."""
+    blocks = block_weights(graph, options.block_weights) if options.block_weights is not None else {}
     if options.weights == "float" or not graph.quantization:
-        return graph, {}
+        return graph, blocks
     entries = dict(graph.quantization)
     if options.weights == "quantized":
         entries.update(_bias_entries(graph, entries))
@@ -249,7 +258,28 @@ def store_weights(graph: Graph, data: Mapping[str, torch.Tensor], options: Quant
             stored = _seed_storage(spec, data[variable.label], where)
         if stored is not None:
             storage[variable.label] = stored
-    return dataclasses.replace(graph, quantization=entries), storage
+    return dataclasses.replace(graph, quantization=entries), {**blocks, **storage}
+
+
+def block_weights(graph: Graph, item_type: str) -> dict[str, Storage]:
+    """label -> block Storage for each variable tract can read as `item_type` blocks (see `block_weights` above)."""
+    uses: dict[str, list[bool]] = {}
+    for op in graph.operations:
+        for key, value in op.inputs.items():
+            for ref in (value if isinstance(value, (list, tuple)) else [value]):
+                if isinstance(ref, Ref):
+                    uses.setdefault(ref.name, []).append(
+                        (op.name == "linear" and key == "filter")
+                        or (op.name == "matmul" and key == "B" and bool(op.attribs.get("transposeB"))))
+    found: dict[str, Storage] = {}
+    for variable in graph.signature.variables:
+        shape = variable.shape
+        read = uses.get(variable.name, [])
+        if (variable.dtype == "scalar" and read and all(read) and variable.name not in graph.outputs
+                and variable.name not in graph.quantization and len(shape) >= 2
+                and int(np.prod(shape[1:])) % 32 == 0):
+            found[variable.label] = block_storage(item_type)
+    return found
 
 
 def _codes_storage(spec: QuantSpec) -> Storage | None:
@@ -322,4 +352,5 @@ def _source_variable(ref: Any, producers: Mapping[str, Operation], reads: Mappin
     return None
 
 
-__all__ = ["QuantExport", "check_calibrated", "convert_spec", "quant_options", "quant_text", "store_weights"]
+__all__ = ["BLOCK_WEIGHTS", "QuantExport", "block_weights", "check_calibrated", "convert_spec", "quant_options",
+           "quant_text", "store_weights"]

@@ -37,6 +37,10 @@ SYMBOLIC_RULES = frozenset({"aten.view.default", "aten.reshape.default", "aten._
 TRACT_RULES = frozenset({"aten.arange.default", "aten.arange.start", "aten.arange.start_step", "aten.full.default",
                          "aten.zeros.default", "aten.ones.default", "aten.new_zeros.default", "aten.new_ones.default",
                          "aten.new_full.default"})
+# the elementwise rules that, for the tract target, read an extent as a number from a tensor made of it
+TRACT_OPERANDS = frozenset(f"aten.{name}.{form}" for name in ("add", "sub", "rsub", "mul", "lt", "le", "gt", "ge",
+                                                              "eq", "ne", "remainder", "floor_divide")
+                           for form in ("Tensor", "Scalar"))
 TRIES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)  # offsets from the example for the other values
 
 
@@ -58,7 +62,7 @@ class Symbols:
         for symbol, bounds in program.range_constraints.items():
             if isinstance(symbol, sympy.Symbol):
                 upper = int(bounds.upper) if bounds.upper.is_Integer else None  # int_oo: unbounded
-                self.ranges[symbol] = (max(int(bounds.lower), 1), upper)
+                self.ranges[symbol] = (max(int(bounds.lower), 0), upper)
         self.examples: dict[sympy.Symbol, int] = {}
         self.names: dict[sympy.Symbol, str] = {}
         self.shapes: dict[str, Any] = {}  # node name -> shape (a list of extents) or several, or a SymValue
@@ -234,11 +238,15 @@ def names_from_spec(program: torch.export.ExportedProgram, dynamic_shapes: Any,
 
 
 def _per_input(dynamic_shapes: Any, count: int) -> list[Any]:
+    """One spec per flat input: a `*args` parameter's specs come as one tuple, which is spread."""
     if dynamic_shapes is None:
         return [None] * count
-    if isinstance(dynamic_shapes, Mapping):
-        return list(dynamic_shapes.values())[:count] + [None] * max(0, count - len(dynamic_shapes))
-    return list(dynamic_shapes)[:count] + [None] * max(0, count - len(dynamic_shapes))
+    specs = list(dynamic_shapes.values()) if isinstance(dynamic_shapes, Mapping) else list(dynamic_shapes)
+    flat: list[Any] = []
+    for spec in specs:
+        spread = isinstance(spec, (tuple, list)) and any(isinstance(s, Mapping) or s is None for s in spec)
+        flat.extend(spec if spread else [spec])
+    return flat[:count] + [None] * max(0, count - len(flat))
 
 
 def verify(graph: Graph, fragments: Sequence[str], symbols: Symbols, program: torch.export.ExportedProgram,
@@ -375,5 +383,5 @@ def refusal(symbols: Symbols, value: SymValue, what: str, target: str = "standar
             "can write it, or keep this extent static")
 
 
-__all__ = ["SYMBOLIC_RULES", "TRACT_RULES", "SymValue", "Symbols", "names_from_spec", "refusal", "verify",
-           "verify_text"]
+__all__ = ["SYMBOLIC_RULES", "TRACT_OPERANDS", "TRACT_RULES", "SymValue", "Symbols", "names_from_spec", "refusal",
+           "verify", "verify_text"]

@@ -1,6 +1,8 @@
 """Re-encoding a variable's .dat file in another layout: the current item types the Khronos tools write, or the NNEF
 1.0.0 (seed) codes with their range in the header. Quantized data stays codes; the result is checked to hold the
-same codes or values. Pure functions over decoded tensors and bytes (`nnef-torch convert` uses them)."""
+same codes or values. tract's block-quantized files (Q4_0, Q8_1) are a current-layout vendor type: kept byte for
+byte, and refused in the seed layout, which has no form for them. Pure functions over decoded tensors and bytes
+(`nnef-torch convert` uses them)."""
 from __future__ import annotations
 
 import math
@@ -59,8 +61,11 @@ def recode(data: TensorData, raw: bytes | bytearray, spec: QuantSpec | None, lay
         have = f"its graph.quant entry is {spec.op}" if spec is not None else "graph.quant has no entry for it"
         raise _fail(label, name, f"the current layout stores quantized codes whose meaning comes from graph.quant, "
                                  f"but {have} (expected one of {', '.join(CODE_READERS)})")
-    if layout == "keep":
+    if layout == "keep" or (header.block is not None and layout == "current"):
         return bytes(raw)
+    if header.block is not None:
+        raise _fail(label, name, f"tract's {header.block} blocks have no seed-layout form; use --tensor-layout "
+                                 "current or keep")
     if header.kind == "logical" and layout == "seed":
         raise _fail(label, name, "the seed layout has no logical item type; use --tensor-layout current or keep")
     if header.kind == "quantized":

@@ -10,6 +10,12 @@ Both header families are read, told apart by the item code at byte 48 (never by 
 Files of 2018-era writers have four zero bytes after the 128-byte header. A file four bytes longer than its header
 says is read that way only when those bytes are zero; otherwise it is refused with both readings named.
 
+tract's vendor item types (vendor 0x5452, 'TR', in the code's high half; bits per item 0xFFFFFFFF): blocks of 32
+values quantized with an f16 scale (`block_quant.py`), rows being the first extent: 0x3040 Q4_0 (ggml nibble order,
+what tract >= 0.21.11 and torch_to_nnef write), 0x2040 Q4_0 in tract's older nibble order, 0x3080 Q8_1 (tract 0.23
+writes 0x3081, which it then refuses; read here too, written as 0x3080). They decode to float32 values exactly as
+tract computes them; `TensorData.codes` / `.scales` hold the blocks.
+
 Bit order (the spec text is silent on it): items whose width is a multiple of 8 are little-endian byte groups;
 other widths form one continuous bit stream, each item most significant bit first, bytes filled from their most
 significant bit (numpy.packbits order, as logical tensors use), the last byte zero-padded.
@@ -25,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from nnef_torch.errors import Location, NNEFTensorFileError
+from nnef_torch.format import block_quant
 
 HEADER_SIZE = 128
 LEGACY_PADDING = 4  # extra header bytes written by 2018-era tools
@@ -35,6 +42,14 @@ MAGIC = b"\x4e\xef"
 FLOAT, UINT, QUINT, QINT, INT, LOGICAL = 0, 1, 2, 3, 4, 5  # current item types (0 and 1 also seed codes)
 SEED_LINEAR, SEED_LOGARITHMIC = 0x10, 0x11
 KNOWN_CODES = {FLOAT, UINT, QUINT, QINT, INT, LOGICAL, SEED_LINEAR, SEED_LOGARITHMIC}
+TRACT_VENDOR = 0x5452  # ('T' << 8) | 'R'
+# tract's block item types: code -> (format, legacy nibble order); and the code each format is written with
+BLOCK_CODES = {TRACT_VENDOR << 16 | 0x3040: ("q4_0", False), TRACT_VENDOR << 16 | 0x2040: ("q4_0", True),
+               TRACT_VENDOR << 16 | 0x3080: ("q8_1", False), TRACT_VENDOR << 16 | 0x3081: ("q8_1", False)}
+BLOCK_WRITE_CODES = {"q4_0": TRACT_VENDOR << 16 | 0x3040, "q8_1": TRACT_VENDOR << 16 | 0x3080}
+BLOCK_BYTES = {"q4_0": block_quant.Q4_0_BLOCK_BYTES, "q8_1": block_quant.Q8_1_BLOCK_BYTES}
+BLOCK_BITS = 0xFFFFFFFF  # bits per item in a block-quantized header
+ITEM_TYPES = ("q4_0", "q8_1", "f16", "f32")  # `encode(item_type=)`
 
 _FIXED = struct.Struct("<2s2BII8III")  # magic, version, data length, rank, extents, bits, code
 _PARAMS = slice(52, 84)
@@ -61,6 +76,7 @@ class TensorHeader:
     signed: bool
     quantization: dict[str, Any] | None = field(default=None, hash=False)
     data_offset: int = HEADER_SIZE
+    block: str | None = None  # tract's block format ('q4_0', 'q8_1'); kind is then 'float'
 
     @property
     def count(self) -> int:
@@ -73,15 +89,19 @@ class TensorData:
     """A decoded tensor file.
 
     `array` holds the values: floats as float16/32/64, integers in their numpy dtype, logical as bool, seed
-    quantized data dequantized to float32, current quantized item types as their integer codes. Byte-aligned
-    data is a read-only zero-copy view of the input. `codes` holds the raw integer codes of quantized files
-    (else None); `quantization` describes them (also in `header.quantization`).
+    quantized data dequantized to float32, current quantized item types as their integer codes, tract's blocks as
+    the float32 values tract computes. Byte-aligned data is a read-only zero-copy view of the input. `codes` holds
+    the raw integer codes of quantized files and the int8 codes of blocks (else None); `quantization` describes
+    the former (also in `header.quantization`); `scales` the f16 scale of each block of 32, [rows, blocks];
+    `source` the whole file of block-quantized data (to write it again as it was).
     """
 
     array: np.ndarray
     codes: np.ndarray | None
     quantization: dict[str, Any] | None
     header: TensorHeader
+    scales: np.ndarray | None = None
+    source: bytes | None = field(default=None, repr=False)
 
 
 def read_header(data: bytes | bytearray | memoryview, *, file: str | None = None) -> TensorHeader:
@@ -113,11 +133,14 @@ def parse_header(head: bytes | bytearray | memoryview, size: int, *, file: str |
     for axis, extent in enumerate(shape):
         if extent == 0:
             raise fail(f"extent of dimension {axis} is 0; extents must be positive", 12 + 4 * axis)
+    if code in BLOCK_CODES:
+        return _block_header(view, size, (major, minor), data_length, shape, bits, code, fail)
+    if code & 0xFFFF0000:
+        known = ", ".join(f"0x{c:08X}" for c in BLOCK_CODES)
+        raise fail(f"vendor-specific item code 0x{code:08X} (vendor 0x{code >> 16:04X}, algorithm "
+                   f"0x{code & 0xFFFF:04X}) is not supported; the vendor codes read are tract's {known}", 48)
     if not 1 <= bits <= 64:
         raise fail(f"bits per item is {bits}; expected 1 to 64", 44)
-    if code & 0xFFFF0000:
-        raise fail(f"vendor-specific item code 0x{code:08X} (vendor 0x{code >> 16:04X}, algorithm "
-                   f"0x{code & 0xFFFF:04X}) is not supported", 48)
     if code not in KNOWN_CODES:
         raise fail(f"unknown item type / algorithm code 0x{code:X}; expected one of 0-5, 0x10 or 0x11", 48)
 
@@ -131,6 +154,27 @@ def parse_header(head: bytes | bytearray | memoryview, size: int, *, file: str |
     layout = "seed" if code in (SEED_LINEAR, SEED_LOGARITHMIC) else "current"
     return TensorHeader((major, minor), data_length, shape, bits, code, params, layout, kind, signed,
                         quantization, data_offset)
+
+
+def _block_header(view: memoryview, size: int, version: tuple[int, int], data_length: int, shape: tuple[int, ...],
+                  bits: int, code: int, fail: Callable[[str, int], NNEFTensorFileError]) -> TensorHeader:
+    """The header of a tract block-quantized tensor: rank >= 2, rows of shape[1:] values a multiple of 32, and the
+    data length of that many blocks (the bits field is not read, as tract does not)."""
+    block, _ = BLOCK_CODES[code]
+    if len(shape) < 2:
+        raise fail(f"tract {block} data needs a rank of at least 2 (rows, then the values of a row), got rank "
+                   f"{len(shape)}", 8)
+    row = math.prod(shape[1:])
+    if row % block_quant.BLOCK:
+        raise fail(f"tract {block} rows hold shape[1:] = {list(shape[1:])}, {row} values, which is not a multiple "
+                   f"of the block size {block_quant.BLOCK}", 16)
+    expected_length = shape[0] * row // block_quant.BLOCK * BLOCK_BYTES[block]
+    if data_length != expected_length:
+        raise fail(f"data length is {data_length} bytes but shape {list(shape)} as tract {block} needs "
+                   f"{expected_length} ({BLOCK_BYTES[block]} bytes per block of {block_quant.BLOCK})", 4)
+    data_offset = _data_offset(view, size, data_length, fail)
+    return TensorHeader(version, data_length, shape, bits, code, bytes(view[_PARAMS]), "current", "float", True,
+                        None, data_offset, block)
 
 
 def _data_offset(head: memoryview, size: int, data_length: int,
@@ -162,7 +206,7 @@ def header_check(*, file: str | None = None, expected_shape: Sequence[int] | Non
     def check(head: bytes, size: int) -> None:
         header = parse_header(head, size, file=file)
         if expected_shape is not None:
-            _check_shape(header.shape, tuple(int(e) for e in expected_shape), file)
+            _check_shape(header, tuple(int(e) for e in expected_shape), file)
         if kinds is not None and header.kind not in kinds:
             raise NNEFTensorFileError(f"{declared or 'the tensor is declared with ' + ' or '.join(kinds) + ' items'} "
                                       f"but its file holds {header.kind} items", Location(file=file, offset=48))
@@ -171,11 +215,16 @@ def header_check(*, file: str | None = None, expected_shape: Sequence[int] | Non
 
 def decode(data: bytes | bytearray | memoryview, *, file: str | None = None,
            expected_shape: Sequence[int] | None = None) -> TensorData:
-    """Decode a whole tensor file; `expected_shape` (e.g. from the graph's `variable`) must match exactly."""
+    """Decode a whole tensor file; `expected_shape` (e.g. from the graph's `variable`) must match exactly, or for
+    tract's blocks hold as many values (tract reads them in the variable's shape), which the values then take."""
     view = _byte_view(data)
     header = read_header(view, file=file)
+    shape = header.shape
     if expected_shape is not None:
-        _check_shape(header.shape, tuple(int(e) for e in expected_shape), file)
+        shape = tuple(int(e) for e in expected_shape)
+        _check_shape(header, shape, file)
+    if header.block is not None:
+        return _decode_blocks(view, header, shape)
     items = _read_items(view, header)
     if header.kind != "quantized":
         return TensorData(items.reshape(header.shape), None, None, header)
@@ -188,6 +237,65 @@ def decode(data: bytes | bytearray | memoryview, *, file: str | None = None,
     else:
         array = codes
     return TensorData(array, codes, dict(q), header)
+
+
+def _decode_blocks(view: memoryview, header: TensorHeader, shape: tuple[int, ...]) -> TensorData:
+    """tract's blocks as float32 values in `shape` (the header's, or the variable's of the same volume)."""
+    assert header.block is not None
+    body = view[header.data_offset: header.data_offset + header.data_length]
+    if header.block == "q4_0":
+        codes, scales = block_quant.unpack_q4_0(body, header.count, legacy=BLOCK_CODES[header.code][1])
+        values = block_quant.dequantize_q4_0(codes, scales)
+    else:
+        codes, scales = block_quant.unpack_q8_1(body, header.count)
+        values = block_quant.dequantize_q8_1(codes, scales)
+    rows = (shape[0], -1) if len(shape) > 1 else (-1,)
+    return TensorData(values.reshape(shape), codes.reshape(shape), None, header, scales.reshape(*rows[:-1], -1),
+                      bytes(view[: header.data_offset + header.data_length]))
+
+
+def encode_blocks(codes: np.ndarray, scales: np.ndarray, *, item_type: str = "q4_0",
+                  shape: Sequence[int] | None = None, sums: np.ndarray | None = None) -> bytes:
+    """A tract block-quantized tensor file from int8 codes and f16 scales (one per 32 codes, in row-major order),
+    in `shape` (the codes' shape by default: rank >= 2, shape[1:] a multiple of 32 values). `sums` (Q8_1 only):
+    the f16 block sums tract stores (`block_quant.q8_1_sums`), else those of the dequantized values."""
+    if item_type not in BLOCK_WRITE_CODES:
+        raise ValueError(f"block item type must be one of {', '.join(BLOCK_WRITE_CODES)}, not {item_type!r}")
+    shape = tuple(int(e) for e in (np.shape(codes) if shape is None else shape))
+    if len(shape) < 2 or len(shape) > MAX_RANK or math.prod(shape[1:]) % block_quant.BLOCK or \
+            any(not 1 <= e < 1 << 32 for e in shape):
+        raise NNEFTensorFileError(f"shape {list(shape)} cannot be stored as tract {item_type}: it needs rank 2 to "
+                                  f"{MAX_RANK}, extents in 1..2^32-1 and rows (shape[1:]) of a multiple of "
+                                  f"{block_quant.BLOCK} values")
+    if np.size(codes) != math.prod(shape):
+        raise ValueError(f"{np.size(codes)} codes do not fill shape {list(shape)}")
+    if item_type == "q4_0":
+        payload = block_quant.pack_q4_0(codes, scales)
+    else:
+        payload = block_quant.pack_q8_1(codes, scales, sums=sums)
+    if len(payload) >= 1 << 32:
+        raise NNEFTensorFileError(f"tensor data of {len(payload)} bytes exceeds the 4 GiB limit of the format")
+    extents = list(shape) + [0] * (MAX_RANK - len(shape))
+    head = _FIXED.pack(MAGIC, 1, 0, len(payload), len(shape), *extents, BLOCK_BITS, BLOCK_WRITE_CODES[item_type])
+    return head.ljust(HEADER_SIZE, b"\0") + payload
+
+
+def quantize_blocks(values: Any, item_type: str = "q4_0", *, rule: str = "ggml") -> bytes:
+    """A tract block-quantized tensor file of float `values` (rank >= 2), quantized min-max per block of 32 of the
+    row-major values (`block_quant`; `rule` for Q4_0: 'ggml', tract's own, or 'torch_to_nnef')."""
+    array = np.asarray(_to_numpy(values), dtype=np.float32)
+    if array.ndim < 2 or math.prod(array.shape[1:]) % block_quant.BLOCK:
+        raise NNEFTensorFileError(f"shape {list(array.shape)} cannot be stored as tract {item_type}: it needs rank "
+                                  f">= 2 and rows (shape[1:]) of a multiple of {block_quant.BLOCK} values")
+    flat = array.reshape(-1, block_quant.BLOCK)
+    if item_type == "q4_0":
+        codes, scales = block_quant.min_max_q4_0(flat, rule=rule)
+        return encode_blocks(codes, scales, item_type=item_type, shape=array.shape)
+    if item_type == "q8_1":
+        codes, scales = block_quant.min_max_q8_1(flat)
+        return encode_blocks(codes, scales, item_type=item_type, shape=array.shape,
+                             sums=block_quant.q8_1_sums(flat))
+    raise ValueError(f"block item type must be one of {', '.join(BLOCK_WRITE_CODES)}, not {item_type!r}")
 
 
 def in_memory(array: np.ndarray) -> TensorData:
@@ -207,8 +315,12 @@ def in_memory(array: np.ndarray) -> TensorData:
     return TensorData(array, None, None, header)
 
 
-def encode(array: Any, *, quantization: dict[str, Any] | None = None, layout: str = "current") -> bytes:
+def encode(array: Any, *, quantization: dict[str, Any] | None = None, layout: str = "current",
+           item_type: str | None = None) -> bytes:
     """Encode a numpy array or torch tensor as a tensor file.
+
+    item_type: 'q4_0' or 'q8_1' writes float values quantized min-max as tract's blocks (`quantize_blocks`),
+    'f16' / 'f32' writes them as float16 / float32; None writes the array's own dtype as below.
 
     layout='current': float16/32/64 -> item type 0, signed ints -> 4, unsigned -> 1, bool -> 5 (1 bit); with
     `quantization` ({'signed': bool, ...}) an integer array of codes is written as item type 2 or 3.
@@ -216,6 +328,14 @@ def encode(array: Any, *, quantization: dict[str, Any] | None = None, layout: st
     'min', 'max', 'bits'} or {'op': 'logarithmic_quantize', 'max', 'bits', 'signed'} a float array is quantized
     and written as code 0x10 / 0x11 at any width 1..64.
     """
+    if item_type is not None:
+        if item_type not in ITEM_TYPES:
+            raise ValueError(f"item_type must be one of {', '.join(ITEM_TYPES)}, not {item_type!r}")
+        if quantization is not None or layout != "current":
+            raise ValueError(f"item_type={item_type!r} takes neither quantization nor layout={layout!r}")
+        if item_type in BLOCK_WRITE_CODES:
+            return quantize_blocks(array, item_type)
+        array = np.asarray(_to_numpy(array), dtype=np.float16 if item_type == "f16" else np.float32)
     values = _to_numpy(array)
     if values.ndim > MAX_RANK:
         raise NNEFTensorFileError(f"tensor rank {values.ndim} exceeds the maximum of {MAX_RANK}")
@@ -288,9 +408,16 @@ def _classify(code: int, bits: int, params: bytes,
     return "quantized", signed, {"op": "logarithmic_quantize", "max": high, "bits": bits, "signed": signed}
 
 
-def _check_shape(found: tuple[int, ...], expected: tuple[int, ...], file: str | None) -> None:
+def _check_shape(header: TensorHeader, expected: tuple[int, ...], file: str | None) -> None:
+    found = header.shape
     if found == expected:
         return
+    if header.block is not None:
+        if math.prod(expected) == header.count:
+            return
+        raise NNEFTensorFileError(f"tract {header.block} data of shape {list(found)} holds {header.count} values; "
+                                  f"the expected shape {list(expected)} has {math.prod(expected)}",
+                                  Location(file=file, offset=12))
     offset = 8
     if len(found) == len(expected):
         offset = 12 + 4 * next(i for i, (a, b) in enumerate(zip(found, expected)) if a != b)

@@ -40,7 +40,7 @@ from nnef_torch.importer.build import (
     plan_slots,
 )
 from nnef_torch.importer.load import custom_shape_rules, trainable
-from nnef_torch.importer.module import FORMS, ModelInfo, NNEFModule, holder, place, tensor_at
+from nnef_torch.importer.module import FORMS, ModelInfo, NNEFModule, holder, parametrized, place, tensor_at
 from nnef_torch.importer.relower import derived_source, module_graph
 from nnef_torch.ir.graph import Graph
 
@@ -182,6 +182,11 @@ def _form(module: NNEFModule, key: checks.Signature) -> Form:
     _checked_slots(module, graph, plan_slots(graph))
     root = torch.nn.Module()  # the module's tensors and quantizers by reference, for the builder to find
     for slot in info.slots.values():
+        if parametrized(module, slot.path):
+            raise NNEFError(f"the variable at '{slot.path}' is computed by a parametrization (torch.nn.utils."
+                            "parametrize); a call at input shapes other than those already called needs plain "
+                            "Parameters: merge it first (parametrize.remove_parametrizations(..., "
+                            "leave_parametrized=True))")
         _refer(root, slot.path, tensor_at(module, slot.path))
     quantizers = module._modules.get(QUANTIZERS)
     if quantizers is not None:

@@ -217,6 +217,8 @@ def _read_tensors(files: ModelSource, graph: Graph, slots: Mapping[str, Slot],
             del data
             if dtype is not None and tensor.is_floating_point():
                 tensor = tensor.to(dtype)
+            elif tensor.dtype == torch.float16:  # stored small, computed in float32 as tract does (saved as stored)
+                tensor = tensor.float()
             if device is not None:
                 tensor = tensor.to(device)
             yield slot, tensor, stored

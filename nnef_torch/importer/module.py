@@ -198,11 +198,22 @@ def _checked_call(module: NNEFModule, generated: Any, args: tuple, kwargs: dict)
 
 
 def tensor_at(module: torch.nn.Module, path: str) -> torch.Tensor:
+    """The Parameter or buffer at `path`; for a tensor under `torch.nn.utils.parametrize` (LoRA adapters, say), its
+    current value (what saving writes)."""
     module_path, _, leaf = path.rpartition(".")
     owner = module.get_submodule(module_path) if module_path else module
     if leaf in owner._parameters:
         return owner._parameters[leaf]
-    return owner._buffers[leaf]
+    if leaf in owner._buffers:
+        return owner._buffers[leaf]
+    return getattr(owner, leaf)
+
+
+def parametrized(module: torch.nn.Module, path: str) -> bool:
+    """Whether the tensor at `path` is computed by `torch.nn.utils.parametrize`."""
+    module_path, _, leaf = path.rpartition(".")
+    owner = module.get_submodule(module_path) if module_path else module
+    return leaf not in owner._parameters and leaf not in owner._buffers
 
 
 def holder(module: torch.nn.Module, path: str) -> tuple[torch.nn.Module, str]:

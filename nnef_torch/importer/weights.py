@@ -4,11 +4,13 @@ Loading keeps copies out: a byte-aligned .dat is decoded as a view of the file's
 storage; the tensor is then moved to its device and dtype one variable at a time, so a model bound for another
 device never has all of its data on the host at once. Quantized data is dequantized into float values (the seed
 layout by its header, the current layout's integer codes by the variable's graph.quant entry) and quantized
-again the same way when saved.
+again the same way when saved. tract's block-quantized weights (Q4_0, Q8_1) load as the float32 values tract
+computes and are saved as the same item type: the file's own bytes while the values are unchanged, else quantized
+again min-max from the current values (`format/block_quant.py`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +33,41 @@ class Storage:
     layout: str = "current"
     quantization: dict[str, Any] | None = None  # seed header quantization, or {'signed': ...} for codes
     spec: QuantSpec | None = None  # the graph.quant entry used to (de)quantize current-layout codes
+    item_type: str | None = None  # tract's block format ('q4_0', 'q8_1'): values quantized again when written
+    # a whole block-quantized .dat: written as it is while the values it decodes to are the current ones (as read),
+    # or always when `fixed` (codes and scales given, as quantization-aware training makes them)
+    kept: bytes | None = field(default=None, compare=False, repr=False)
+    fixed: bool = False
+
+
+def block_storage(item_type: str = "q4_0", *, codes: np.ndarray | None = None, scales: np.ndarray | None = None,
+                  shape: tuple[int, ...] | None = None) -> Storage:
+    """A variable written as tract's block item type: quantized min-max from its value when written, or with the
+    int8 `codes` and f16 `scales` given (in the variable's `shape`, by default the codes')."""
+    if item_type not in tensor_file.BLOCK_WRITE_CODES:
+        raise ValueError(f"item_type must be one of {', '.join(tensor_file.BLOCK_WRITE_CODES)}, not {item_type!r}")
+    kept = None
+    if codes is not None and scales is not None:
+        kept = tensor_file.encode_blocks(codes, scales, item_type=item_type, shape=shape)
+    elif codes is not None or scales is not None:
+        raise ValueError("give both codes and scales, or neither")
+    return Storage(np.dtype(np.float32), "current", item_type=item_type, kept=kept, fixed=kept is not None)
+
+
+def float_storage(dtype: Any = np.float32) -> Storage:
+    """A variable written as plain float items of `dtype` (float16, float32 or float64)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" or dtype.itemsize not in (2, 4, 8):
+        raise ValueError(f"float storage takes float16, float32 or float64, not {dtype}")
+    return Storage(dtype)
+
+
+def as_float(storage: Storage) -> Storage:
+    """`storage` written as plain float32 where it is a block or float16 item type (`save(weights='float')`)."""
+    if storage.item_type is not None or (storage.dtype.kind == "f" and storage.dtype.itemsize < 4
+                                         and storage.quantization is None):
+        return Storage(np.dtype(np.float32), storage.layout)
+    return storage
 
 
 def declared_dtype(nnef_type: str, dtype: torch.dtype | None) -> torch.dtype:
@@ -52,6 +89,9 @@ def to_tensor(data: TensorData, spec: QuantSpec | None, *, name: str, file: str 
     elif header.kind == "quantized":
         values = data.array
         storage = Storage(np.dtype(np.float32), "seed", dict(data.quantization))
+    elif header.block is not None:
+        values = data.array
+        storage = Storage(np.dtype(np.float32), "current", item_type=header.block, kept=data.source)
     else:
         values = data.array
         storage = Storage(values.dtype, header.layout)
@@ -65,6 +105,8 @@ def to_tensor(data: TensorData, spec: QuantSpec | None, *, name: str, file: str 
 def encode(tensor: torch.Tensor, storage: Storage) -> bytes:
     """The tensor file of a variable's current value, in the way it was stored."""
     values = tensor.detach().cpu()
+    if storage.item_type is not None:
+        return _encode_blocks(values, storage)
     if storage.layout == "seed" and storage.quantization is not None:
         return tensor_file.encode(values.to(torch.float32).numpy(), quantization=storage.quantization, layout="seed")
     if storage.spec is not None:
@@ -72,6 +114,18 @@ def encode(tensor: torch.Tensor, storage: Storage) -> bytes:
         return tensor_file.encode(codes, quantization=storage.quantization)
     array = values.numpy() if values.dtype != torch.bfloat16 else values.float().numpy()
     return tensor_file.encode(array.astype(storage.dtype, copy=False), layout=storage.layout)
+
+
+def _encode_blocks(values: torch.Tensor, storage: Storage) -> bytes:
+    assert storage.item_type is not None
+    if storage.kept is not None:
+        if storage.fixed:
+            return storage.kept
+        array = values.to(torch.float32).numpy()
+        kept = tensor_file.decode(storage.kept)
+        if kept.array.size == array.size and np.array_equal(kept.array.reshape(array.shape), array):
+            return storage.kept
+    return tensor_file.encode(values.to(torch.float32).numpy(), item_type=storage.item_type)
 
 
 def dequantize_codes(codes: np.ndarray, spec: QuantSpec, file: str | None) -> np.ndarray:

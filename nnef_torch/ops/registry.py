@@ -100,12 +100,18 @@ FACETS: dict[str, tuple[str, ...]] = {
         _LIGHTNET + "rules",),  # the package records the optypes it refuses
     "write:lightnet": (_LIGHTNET + "write_rules", _LIGHTNET + "write_rules_tensor"),
     "dialect:tract_core": (_TRACT + "lowering", _TRACT + "ops", _TRACT + "scan", _TRACT + "by_value"),
+    "dialect:tract_transformers": ("nnef_torch.formats.tract_transformers.ops",),
 }
-# dialect -> the extension line that makes a document read with its table (its modules: FACETS["dialect:<name>"])
-DIALECTS: dict[str, tuple[str, ...]] = {"tract_core": ("tract_registry", "tract_core")}
+# dialect -> the extension line that makes a document read with its table (its modules: FACETS["dialect:<name>"]);
+# the first whose line a document has wins, so a dialect layered on another comes before it
+DIALECTS: dict[str, tuple[str, ...]] = {"tract_transformers": ("tract_registry", "tract_transformers"),
+                                        "tract_core": ("tract_registry", "tract_core")}
+# dialect -> the dialect its table is layered on (its lookups fall back on that one's, then the standard table)
+LAYERED_ON: dict[str, str] = {"tract_transformers": "tract_core"}
 _LOADED: set[str] = set()
 _STANDARD = _Table(None)
-_DIALECTS = {dialect: _Table(dialect, _STANDARD) for dialect in DIALECTS}
+_DIALECTS = {dialect: _Table(dialect, _STANDARD) for dialect in DIALECTS if dialect not in LAYERED_ON}
+_DIALECTS.update({dialect: _Table(dialect, _DIALECTS[base]) for dialect, base in LAYERED_ON.items()})
 _TYPINGS: dict[str, Any] = {}  # dialect -> its reading of types (`dialect_typing`); the spec's where it has none
 
 
@@ -128,8 +134,11 @@ def _table(dialect: str | None) -> _Table:
 
 
 def _dialect_facet(dialect: str | None) -> tuple[str, ...]:
-    """The facet that adds `dialect`'s ops to its table (none for the standard table)."""
-    return ("dialect:" + dialect,) if dialect is not None else ()
+    """The facets that add `dialect`'s ops to its table and to the tables it is layered on (none for the standard
+    table)."""
+    if dialect is None:
+        return ()
+    return (*_dialect_facet(LAYERED_ON.get(dialect)), "dialect:" + dialect)
 
 
 def dialect_of(extensions: tuple[str, ...] | list[str]) -> str | None:
@@ -230,7 +239,8 @@ def typing_of(dialect: str | None) -> Any:
         return None
     _table(dialect)
     require(*_dialect_facet(dialect))
-    return _TYPINGS.get(dialect)
+    found = _TYPINGS.get(dialect)
+    return found if found is not None or dialect not in LAYERED_ON else typing_of(LAYERED_ON[dialect])
 
 
 def torch_module(name: str, *, state: tuple[str, ...] = (), dialect: str | None = None) -> Callable[[type], type]:

@@ -81,8 +81,10 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
 
     format: 'nnef' (a folder, or a .tgz/.tar.gz/.tar archive) or 'lightnet' (LightNet's JSON IR, with its weights
     in a .wts file of the same stem beside it: `model.json` and `model.wts`); by default 'lightnet' for a path
-    ending in .json, else 'nnef'. weights (LightNet only): 'file' (the default, a .wts file) or 'inline' (the
-    values written into the `create` ops of the JSON file, no .wts file).
+    ending in .json, else 'nnef'. weights: for LightNet 'file' (the default, a .wts file) or 'inline' (the
+    values written into the `create` ops of the JSON file, no .wts file); for NNEF 'stored' (the default: each
+    variable in the item type it was read in, tract's Q4_0 blocks or float16 included, quantized again from its
+    current value when it changed) or 'float' (every float variable as float32).
 
     A module made by `nnef_torch.load` writes its own graph with the current values of its variables; any other
     module is traced on `example_inputs` (a tensor, or a tuple or list of tensors) and exported

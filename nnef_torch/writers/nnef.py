@@ -6,7 +6,11 @@ variable's current value encoded as it was stored (quantized codes by its curren
 with each quantizer's current parameters (the text as read while none changed). Two IR-to-IR rewrites apply to
 imported documents: one read with deviations from the spec is written as standard NNEF (`normalize.py`), and one
 read from tract's dialect as standard NNEF or, with `dialect='tract_core'`, in tract's form
-(`nnef_torch.formats.tract_core.rewrite`).
+(`nnef_torch.formats.tract_core.rewrite`). In tract's form, a document that declares symbols (S, P) is written as
+read, with the current weights (standard NNEF holds no symbols: it is written at the shapes of the last call).
+
+Each variable is written with the item type it was read with or exported as (tract's Q4_0 / Q8_1 blocks quantized
+again from the current values, float16 as float16); `weights='float'` writes those as float32 instead.
 """
 from __future__ import annotations
 
@@ -23,24 +27,35 @@ from nnef_torch.format.quant_file import QuantSpec, print_quantization
 from nnef_torch.formats.tract_core import declarations, is_dialect
 from nnef_torch.importer.module import NNEFModule, tensor_at
 from nnef_torch.importer.relower import module_graph
-from nnef_torch.importer.weights import Storage, encode
+from nnef_torch.importer.weights import Storage, as_float, encode, float_storage
 from nnef_torch.ir.document import graph_text
 from nnef_torch.stdlib import standard_fragments
 from nnef_torch.writers.normalize import standard_graph
-from nnef_torch.writers.source import Source
+from nnef_torch.writers.source import Source, keeps_symbols
 
 OPTIONS = ("compress", "progress", "dialect", "target", "quantization", "dynamic_batch", "dynamic_shapes",
-           "fold_batch_norm", "input_names", "output_names", "ops")
+           "fold_batch_norm", "input_names", "output_names", "ops", "weights")
+WEIGHTS = ("stored", "float")  # `weights=`: each variable's item type as read / exported, or float32
 TARGETS = ("standard", "tract")
 Encoded = Iterator[tuple[str, Callable[[], bytes]]]
 
 
 def write(source: Source, path: str | os.PathLike, *, compress: bool | None = None, progress: bool | None = None,
-          dialect: str | None = None, target: str | None = None) -> None:
+          dialect: str | None = None, target: str | None = None, weights: str | None = None) -> None:
     if target is not None and target not in TARGETS:
         raise NNEFOptionError(f"target must be one of {', '.join(map(repr, TARGETS))}, not {target!r}")
+    if weights is not None and weights not in WEIGHTS:
+        raise NNEFOptionError(f"weights must be one of {', '.join(map(repr, WEIGHTS))} for an NNEF model, "
+                              f"not {weights!r}")
+    as_stored = weights != "float"
     if source.model is not None:  # traced for its target (`source_of`)
-        source.model.save(path, compress=compress, progress=progress)
+        model = source.model
+        if not as_stored:
+            storage = {label: as_float(stored) for label, stored in model.storage.items()}
+            storage.update({label: float_storage() for label, tensor in model.tensors.items()
+                            if label not in storage and tensor.is_floating_point() and tensor.element_size() < 4})
+            model = dataclasses.replace(model, storage=storage)
+        model.save(path, compress=compress, progress=progress)
         return
     if target == "tract":
         if dialect not in (None, "tract_core"):
@@ -50,7 +65,11 @@ def write(source: Source, path: str | os.PathLike, *, compress: bool | None = No
     assert module is not None
     info = module.nnef
     specs = current_quantization(module)
-    tensors: Encoded = _tensors(module, specs, progress)
+    tensors: Encoded = _tensors(module, specs, progress, as_stored)
+    if keeps_symbols(info.graph.extensions, dialect, target):  # the document as read, with the current weights
+        quant_text = info.quant_text if specs == info.graph.quantization else print_quantization(specs) or None
+        container.write_model(path, info.graph_text, tensors, quant_text, compress=compress)
+        return
     if is_dialect(info.graph.extensions):
         from nnef_torch.formats.tract_core.document import document  # lazy: the dialect's writer loads when used
         standard, dialect_ops = standard_fragments(), declarations()
@@ -99,7 +118,8 @@ def _same(current: QuantSpec, original: QuantSpec) -> bool:
     return True
 
 
-def _tensors(module: NNEFModule, specs: dict[str, QuantSpec], progress: bool | None) -> Encoded:
+def _tensors(module: NNEFModule, specs: dict[str, QuantSpec], progress: bool | None, as_stored: bool = True
+             ) -> Encoded:
     info = module.nnef
     slots = list(info.slots.values())
     bar = None
@@ -112,6 +132,8 @@ def _tensors(module: NNEFModule, specs: dict[str, QuantSpec], progress: bool | N
             if storage.spec is not None:  # codes follow the variable's current entry
                 variable = info.graph.shared_variables()[slot.key][0]
                 storage = dataclasses.replace(storage, spec=specs.get(variable.name, storage.spec))
+            if not as_stored:
+                storage = as_float(storage)
             yield slot.label, _stored(module, slot.path, storage)
             if bar is not None:
                 bar.update(1)

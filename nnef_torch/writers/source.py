@@ -15,6 +15,7 @@ import torch
 from nnef_torch.errors import ExportError, NNEFError, NNEFOptionError
 from nnef_torch.exporter.trace import unwrap
 from nnef_torch.format.quant_file import QuantSpec
+from nnef_torch.formats.tract_core import is_dialect
 from nnef_torch.importer.module import NNEFModule, tensor_at
 from nnef_torch.importer.weights import to_tensor
 from nnef_torch.ir.graph import Variable
@@ -82,7 +83,8 @@ def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantizati
         if quantization is not None:
             raise NNEFOptionError("quantization= applies when exporting a torch module; an imported module saves "
                                   "the graph.quant it was loaded with")
-        module.nnef.check_bound("saving")
+        if not keeps_symbols(module.nnef.graph.extensions, dialect, target):  # else written as read
+            module.nnef.check_bound("saving")
         for slot in module.nnef.slots.values():
             if tensor_at(module, slot.path).is_meta:
                 raise NNEFError(f"variable '{slot.label}' has no data (the module was loaded on the meta device); "
@@ -103,3 +105,10 @@ def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantizati
 
 
 __all__ = ["Source", "opened_source", "source_of"]
+
+
+def keeps_symbols(extensions: tuple[str, ...], dialect: str | None, target: str | None) -> bool:
+    """Whether an imported tract document that declares symbols (`extension tract_symbol S;`) is saved as read, with
+    its current weights: asked for in tract's form (standard NNEF holds no symbols: it is written at the shapes of
+    the last call)."""
+    return (dialect == "tract_core" or target == "tract") and is_dialect(extensions) and "tract_symbol" in extensions

@@ -9,7 +9,7 @@ import pytest
 from cli.helpers import cli
 from nnef_torch.cli import build_parser, demo_model_path, report
 
-VERBS = ("validate", "info", "run", "export", "convert", "viz", "demo")
+VERBS = ("validate", "info", "run", "export", "export-llm", "convert", "viz", "demo")
 
 
 @pytest.mark.parametrize("verb", VERBS)

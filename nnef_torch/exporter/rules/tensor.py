@@ -72,9 +72,16 @@ def squeeze(e: Emitter, x: Any, dims: Any = None) -> Any:
     return e.op("squeeze", x, axes=chosen) if chosen else e.op("copy", x)
 
 
+class _Empty:
+    """An empty slice (Phi-3's rotary embedding over the whole head leaves no part to pass), only concatenated."""
+
+
+EMPTY = _Empty()
+
+
 @export_rule("concat", "aten.cat.default")
 def cat(e: Emitter, tensors: list[Any], dim: int = 0) -> Any:
-    tensors = [t for t in tensors if 0 not in e.shape(t)]
+    tensors = [t for t in tensors if t is not EMPTY and 0 not in e.shape(t)]
     rank = e.rank(tensors[0])
     if len(tensors) == 1:
         return e.op("copy", tensors[0])
@@ -126,6 +133,8 @@ def slice_(e: Emitter, x: Any, dim: int = 0, start: Any = None, end: Any = None,
     if begin == 0 and stop >= extent and step == 1:
         return e.op("copy", x)
     if stop <= begin:
+        if all(user.target == torch.ops.aten.cat.default for user in e.node.users):  # a part concatenation drops
+            return EMPTY
         raise Unmappable(f"the slice {start}:{end} of an axis of length {extent} is empty, and NNEF tensors are not")
     return e.op("slice", x, axes=[a], begin=[begin], end=[stop], stride=[step] if step != 1 else [])
 

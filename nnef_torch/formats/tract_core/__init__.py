@@ -24,11 +24,12 @@ from nnef_torch.formats.tract_core.ast_map import map_expr
 from nnef_torch.formats.tract_core.lowering import nnef_kind
 from nnef_torch.formats.tract_core.symbols import bind_symbols, substitute
 from nnef_torch.ir.checker import FRAGMENT_EXTENSION, OPERATOR_EXTENSION
-from nnef_torch.ops.registry import dialect_of, require
+from nnef_torch.ops.registry import LAYERED_ON, dialect_of, require
 
 DECLARATIONS_FILE = "declarations.nnef"
 RECURRENCE_FILE = "recurrence.nnef"  # recurrent layers as tract_core_scan, written by the exporter's tract target
-REGISTRIES = ("tract_core",)  # `extension tract_registry NAME;` read
+REGISTRIES = ("tract_core", "tract_transformers")  # `extension tract_registry NAME;` read (the second: the
+# tract_transformers dialect, layered on this one, `nnef_torch.formats.tract_transformers`)
 # metadata fragments tract writes and never invokes
 METADATA = ("tract_core_properties",)
 
@@ -62,7 +63,7 @@ def registries(doc: ast.Document) -> tuple[list[str], list[str]]:
             registry = names[i + 1]
             if registry not in REGISTRIES:
                 raise NNEFUnsupportedError(f"'extension tract_registry {registry};' is not read: of tract's "
-                                           f"registries only {', '.join(REGISTRIES)} is (re-export without "
+                                           f"registries only {', '.join(REGISTRIES)} are (re-export without "
                                            f"{registry} operations)", doc.loc)
             found.append(registry)
             i += 2
@@ -76,7 +77,8 @@ def registries(doc: ast.Document) -> tuple[list[str], list[str]]:
             continue
         if name.startswith("tract_"):
             raise NNEFUnsupportedError(f"'extension {name}' (a tract extension) is not read; only "
-                                       "'tract_registry tract_core', 'tract_symbol' and 'tract_assert' are", doc.loc)
+                                       "'tract_registry tract_core', 'tract_registry tract_transformers', "
+                                       "'tract_symbol' and 'tract_assert' are", doc.loc)
         i += 1
     return found, symbols
 
@@ -89,6 +91,9 @@ def prepare(doc: ast.Document, input_shapes: Mapping[str, Any] | None = None, ba
     (`symbols.py`). Returns the document, the dialect's declarations (with the relaxed standard ones of
     `relaxed.py`), and the relaxed lowering rules by standard op name."""
     found, symbols = registries(doc)
+    if "tract_transformers" in found and "tract_core" not in found:
+        raise NNEFUnsupportedError("'extension tract_registry tract_transformers;' is read with 'extension "
+                                   "tract_registry tract_core;' (its ops are layered on tract_core's)", doc.loc)
     if not found:
         if symbols:
             raise NNEFUnsupportedError("'extension tract_symbol' is read with 'extension tract_registry tract_core;' "
@@ -102,7 +107,12 @@ def prepare(doc: ast.Document, input_shapes: Mapping[str, Any] | None = None, ba
                       for f in doc.fragments if f.name not in METADATA)
     graph = dataclasses.replace(doc.graph, body=_statements(doc.graph.body)) if doc.graph is not None else None
     prepared = dataclasses.replace(doc, extensions=extensions, fragments=fragments, graph=graph)
-    return prepared, {**declarations(), **relaxed.declarations()}, dict(relaxed.RULES)
+    declared = {**declarations(), **relaxed.declarations()}
+    if "tract_transformers" in found:
+        from nnef_torch.formats import tract_transformers  # lazy: loaded only for its documents
+
+        declared.update(tract_transformers.declarations())
+    return prepared, declared, dict(relaxed.RULES)
 
 
 def _statements(body: tuple[ast.Assignment, ...]) -> tuple[ast.Assignment, ...]:
@@ -145,8 +155,10 @@ def _external(rhs: ast.Invocation) -> ast.Invocation:
 
 
 def is_dialect(extensions: tuple[str, ...] | list[str]) -> bool:
-    """The `extensions` of a document (or of the graph read from it) choose the tract_core op table."""
-    return dialect_of(extensions) == "tract_core"
+    """The `extensions` of a document (or of the graph read from it) choose the tract_core op table, or that of
+    a dialect layered on it (tract_transformers)."""
+    dialect = dialect_of(extensions)
+    return dialect == "tract_core" or LAYERED_ON.get(dialect or "") == "tract_core"
 
 
 __all__ = ["declarations", "is_dialect", "prepare", "recurrence_fragments", "registries"]

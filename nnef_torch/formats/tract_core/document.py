@@ -23,11 +23,17 @@ def document(graph: Graph, dialect: str | None = None) -> tuple[str, dict[str, n
         raise NNEFOptionError(f"dialect must be one of {DIALECTS}, not {dialect!r}")
     if dialect == "tract_core":
         graph, data = to_dialect(graph)
-        text = graph_text(graph, library=declarations())
+        library, header = declarations(), HEADER
+        if graph.dialect == "tract_transformers":  # layered on tract_core: both registries
+            from nnef_torch.formats import tract_transformers  # lazy: loaded only for its documents
+
+            library = {**library, **tract_transformers.declarations()}
+            header = f"{HEADER}\n{tract_transformers.HEADER}"
+        text = graph_text(graph, library=library)
         first, rest = text.split("\n", 1)
-        return f"{first}\n{HEADER}\n{rest}", data
+        return f"{first}\n{header}\n{rest}", data
     graph, fragments, library = to_standard(graph)
-    kept = [op for op in graph.operations if op.name in declarations()]
+    kept = [op for op in graph.operations if op.name in declarations() or op.name.startswith("tract_")]
     if kept:  # a dialect op without a rewrite (none today: the refusals of the rewrites come first)
         where = "; ".join(f"'{op.name}' at {op.location}" for op in kept)
         raise NNEFUnsupportedError(f"{len(kept)} operation(s) have no standard NNEF form: {where}; save with "

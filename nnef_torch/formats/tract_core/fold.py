@@ -3,7 +3,8 @@ arithmetic such as `squeeze(slice(tract_core_shape_of(x)))`, once the shapes are
 the operations torch_to_nnef writes around `tract_core_shape_of`, for arguments tract reads as tensors but this
 reader needs at load time (`tract_core_range`'s bounds, the constant indices of a gather, and every attribute
 given as a tensor: `by_value.py`). Besides copies, casts and reshapes it evaluates integer arithmetic (`add sub
-mul min max`), comparisons (`lt gt le ge eq ne`) and `select`, as torch_to_nnef's `dyn_slice` bounds an index.
+mul min max`, and `div` truncated, as torch_to_nnef divides extents for `expand`), comparisons (`lt gt le ge eq
+ne`) and `select`, as torch_to_nnef's `dyn_slice` bounds an index.
 
 Each tensor is folded once per reading (its value is kept in the lowerer's producer index) by a walk with its own
 stack, so a chain of any length costs linear work and no Python recursion; each operation folded is charged to
@@ -25,8 +26,8 @@ _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.mini
 _COMPARISONS = {"lt": np.less, "gt": np.greater, "le": np.less_equal, "ge": np.greater_equal, "eq": np.equal,
                 "ne": np.not_equal}
 _KINDS = {"integer": np.int64, "scalar": np.float32, "logical": np.bool_}
-_FOLDED = frozenset({"constant", "copy", "cast", "squeeze", "unsqueeze", "reshape", "slice", "select", *_BINARY,
-                     *_COMPARISONS})
+_FOLDED = frozenset({"constant", "copy", "cast", "squeeze", "unsqueeze", "reshape", "slice", "select", "div",
+                     *_BINARY, *_COMPARISONS})
 _CACHE = __name__  # the key of this evaluator's values in the producer index's memo
 
 
@@ -98,6 +99,8 @@ def _compute(op: Operation, inputs: dict[str, Any], shape: tuple[int, ...]) -> n
         if result.dtype.kind in "iu" and not _exact(op.name, x, y, result):
             return None  # past 64 bits: tract would not compute it either
         return result
+    if op.name == "div":
+        return _divide(inputs["x"], inputs["y"])
     if op.name in _COMPARISONS:
         return _COMPARISONS[op.name](inputs["x"], inputs["y"])
     if op.name == "select":
@@ -120,6 +123,17 @@ def _compute(op: Operation, inputs: dict[str, Any], shape: tuple[int, ...]) -> n
             index[axis] = slice(begin, end, stride)
         return array[tuple(index)]
     return None
+
+
+def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """`div` as tract computes it: integers divided with the quotient truncated toward zero (torch_to_nnef divides
+    extents, `expand`'s repeats), numbers otherwise; None for an integer division by zero."""
+    if not (x.dtype.kind in "iu" and y.dtype.kind in "iu"):
+        return np.divide(x, y)
+    if np.any(y == 0):
+        return None
+    quotient = np.abs(x) // np.abs(y)
+    return np.where((x < 0) != (y < 0), -quotient, quotient).astype(np.result_type(x, y))
 
 
 def _exact(name: str, x: np.ndarray, y: np.ndarray, result: np.ndarray) -> bool:

@@ -83,3 +83,11 @@ def erf(x: torch.Tensor) -> torch.Tensor:
     import torch
 
     return torch.erf(x)
+
+
+@shape_rule("external", dialect="tract_core")
+def external_shape(*, shape: list[int]) -> Shape:
+    """tract runs empty tensors: an input's extent may be 0 (a key-value cache before the first token)."""
+    if any(not isinstance(d, int) or d < 0 for d in shape):
+        raise NNEFShapeError(f"external: items in 'shape' must be non-negative, found {list(shape)}")
+    return tuple(shape)

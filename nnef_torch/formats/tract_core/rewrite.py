@@ -185,13 +185,22 @@ def to_dialect(graph: Graph) -> tuple[Graph, dict[str, np.ndarray]]:
             shape = [int(extent) for extent in op.attribs["shape"]]
             values = np.asarray(op.attribs["value"], dtype=NUMPY_TYPES[op.dtype])
             data[label] = np.broadcast_to(values, shape).copy() if values.size == 1 else values.reshape(shape)
-            variables.append(Variable(out, label, op.dtype, tuple(shape)))
-            op = Operation("variable", {}, {"shape": shape, "label": label}, op.outputs, op.dtype, op.location,
-                           op.scope)
+            if op.dtype == "integer":  # tract reads integer literals as TDim: the constant is read as one too
+                stored = _label(f"{out}_i64", set(b.tensors))
+                b.tensors[stored] = Tensor(stored, "integer", tuple(shape))
+                variables.append(Variable(stored, label, op.dtype, tuple(shape)))
+                operations.append(Operation("variable", {}, {"shape": shape, "label": label},
+                                            {"output": Ref(stored)}, op.dtype, op.location, op.scope))
+                op = Operation("tract_core_cast", {"input": Ref(stored)}, {"to": "tdim"}, op.outputs, None,
+                               op.location, op.scope)
+            else:
+                variables.append(Variable(out, label, op.dtype, tuple(shape)))
+                op = Operation("variable", {}, {"shape": shape, "label": label}, op.outputs, op.dtype,
+                               op.location, op.scope)
         operations.append(op)
     signature = dataclasses.replace(graph.signature, variables=tuple(variables))
     return dataclasses.replace(graph, operations=tuple(operations), tensors=dict(b.tensors), signature=signature,
-                               dialect="tract_core"), data
+                               dialect=graph.dialect or "tract_core"), data  # or one layered on tract_core
 
 
 def _tract_deconv(b: Builder, op: Operation) -> Operation:

@@ -44,8 +44,8 @@ def bind_symbols(doc: ast.Document, symbols: list[str], input_shapes: Mapping[st
     example: dict[str, tuple[str, int]] = {}  # symbol -> an (input, axis) where it is declared
 
     def bind(symbol: str, value: Any, where: str, loc: ast.Location) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise NNEFOptionError(f"tract_symbol {symbol} must be bound to a positive integer, {where} gives "
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise NNEFOptionError(f"tract_symbol {symbol} must be bound to a non-negative integer, {where} gives "
                                   f"{value!r}", loc)
         if symbol in values and values[symbol] != value:
             raise NNEFOptionError(f"tract_symbol {symbol} is bound to {values[symbol]} ({sources[symbol]}) and to "

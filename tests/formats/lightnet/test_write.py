@@ -301,7 +301,7 @@ def test_format_follows_the_suffix(tmp_path: Path) -> None:
 
 def test_options_that_do_not_apply_are_refused(tmp_path: Path) -> None:
     module, x = torch.nn.ReLU(), (torch.randn(2, 3),)
-    with pytest.raises(ValueError, match="weights= applies to LightNet"):
+    with pytest.raises(ValueError, match="weights must be one of .stored., .float. for an NNEF model, not .inline."):
         nnef_torch.save(module, tmp_path / "a.tgz", x, weights="inline")
     with pytest.raises(ValueError, match="compress= applies to NNEF"):
         nnef_torch.save(module, tmp_path / "a.json", x, compress=True)

@@ -120,6 +120,6 @@ def test_bad_input_located(case, body, needle, tmp_path):
 
 def test_other_tract_registry_refused(tmp_path):
     text = doc([("x", F)], "y = tract_core_erf(x);").replace(
-        HEAD, HEAD + "extension tract_registry tract_transformers;\n")
-    with pytest.raises(NNEFUnsupportedError, match="tract_transformers"):
+        HEAD, HEAD + "extension tract_registry tract_pulse;\n")
+    with pytest.raises(NNEFUnsupportedError, match="tract_pulse"):
         nnef_torch.load(_write(tmp_path, text))
