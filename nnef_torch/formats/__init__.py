@@ -23,7 +23,8 @@ from nnef_torch.formats.json_file import open_regular, read_json
 from nnef_torch.ir.graph import Graph
 
 # format name -> the package that reads it
-FORMATS: dict[str, str] = {"nnvm": "nnef_torch.formats.nnvm", "lightnet": "nnef_torch.formats.lightnet"}
+FORMATS: dict[str, str] = {"nnvm": "nnef_torch.formats.nnvm", "lightnet": "nnef_torch.formats.lightnet",
+                           "onnx": "nnef_torch.formats.onnx"}
 _JSON_KEYS = {"nnvm": ("nodes", "arg_nodes", "heads"), "lightnet": ("ops",)}
 
 
@@ -64,6 +65,8 @@ def detect(path: str | os.PathLike) -> tuple[str, Any]:
     with open_regular(where, "model file", NNEFContainerError) as handle:  # a FIFO is refused, not waited on
         head = handle.read(kinds.HEAD_BYTES)
         handle.seek(0)
+        if kinds.is_onnx(head, where):
+            return "onnx", None
         if _first_char(handle) != b"{":
             check_kind(where, head)
             return "nnef", None

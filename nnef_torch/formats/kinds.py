@@ -46,7 +46,8 @@ def identify(head: bytes, path: str) -> str | None:
         return ("a Python pickle (torch.save's legacy format?), which nnef_torch never unpickles: load the "
                 "module in Python and write it with nnef_torch.save, or `nnef-torch export package.module:factory`")
     if (lower.endswith(".onnx") or head[:1] == b"\x08") and _is_model_proto(head):
-        return f"an ONNX model, which nnef_torch does not read: {_CONVERT}"
+        return ("an ONNX model, not an NNEF one: read it with nnef_torch.load (the format is told from the file) "
+                "or format='onnx'")
     if head.startswith(b"\x1f\x8b") or head[257:262] == b"ustar" or lower.endswith((".tar", ".tgz", ".tar.gz")):
         return None  # an archive: the container reader opens it
     if lower.endswith(".nnef"):
@@ -56,6 +57,11 @@ def identify(head: bytes, path: str) -> str | None:
                 ".tar/.tgz archive of the folder, or a JSON file of another format (NNVM, MXNet -symbol.json, "
                 "LightNet)")
     return _text(head.decode("utf-8", errors="replace"), name)
+
+
+def is_onnx(head: bytes, path: str) -> bool:
+    """The file whose first bytes are `head` is an ONNX model (a ModelProto): read by `formats.onnx`."""
+    return (os.path.basename(path).lower().endswith(".onnx") or head[:1] == b"\x08") and _is_model_proto(head)
 
 
 def _zip(head: bytes, name: str) -> str:
@@ -122,4 +128,4 @@ def _varint(data: bytes, at: int) -> tuple[int | None, int]:
     return None, at
 
 
-__all__ = ["HEAD_BYTES", "identify"]
+__all__ = ["HEAD_BYTES", "identify", "is_onnx"]

@@ -42,7 +42,6 @@ KINDS = {
     "m.pt": (lambda p: torch.save({"w": torch.zeros(2)}, p), r"a PyTorch checkpoint \(torch\.save\)"),
     "legacy.pt": (lambda p: torch.save({"w": torch.zeros(2)}, p, _use_new_zipfile_serialization=False),
                   r"a Python pickle .*never unpickles"),
-    "m.onnx": (lambda p: p.write_bytes(ONNX), r"an ONNX model, which nnef_torch does not read: convert it"),
     "graph.quant": (lambda p: p.write_text('"x": linear_quantize(min = -1.0, max = 1.0, bits = 8);\n'),
                     r"a graph\.quant .*not a graph: pass the folder that holds graph\.nnef"),
     "m.wts": (lambda p: p.write_text("1\nfc 0 2 3f800000 3f800000\n"),
@@ -74,6 +73,20 @@ def test_wrong_kind_of_file_is_named_by_the_command_line(tmp_path, capsys, name)
         assert status == 1 and out == ""
         assert err.startswith(f"{path}: error: ") and len(err.splitlines()) == 1
         assert re.search(expected, err) and "UTF-8" not in err
+
+
+def test_an_onnx_file_goes_to_the_onnx_reader(tmp_path, capsys):
+    """ONNX is read (formats/onnx/): a ModelProto is named as one, and this one, which imports no opset, is
+    refused by the ONNX reader; asked to read it as NNEF, the message says how to read it."""
+    path = tmp_path / "m.onnx"
+    path.write_bytes(ONNX)
+    for read in (lambda: read_model(path), lambda: nnef_torch.load(path)):
+        with pytest.raises(NNEFError, match="imports no opset of the default ONNX domain"):
+            read()
+    with pytest.raises(NNEFError, match="an ONNX model, not an NNEF one: read it with nnef_torch.load"):
+        read_model(path, format="nnef")
+    status, out, err = cli(capsys, "info", path)
+    assert status == 1 and "imports no opset of the default ONNX domain" in err
 
 
 def test_onnx_is_known_by_its_fields_without_its_suffix():

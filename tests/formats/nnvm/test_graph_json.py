@@ -112,7 +112,7 @@ def test_detection_by_content(tmp_path):
     other = _write(tmp_path, {"layers": []}, "other.json")
     with pytest.raises(ForeignFormatError, match="no graph format nnef_torch reads .*found layers"):
         nnef_torch.load(other)
-    with pytest.raises(ValueError, match="unknown format 'onnx'"):
+    with pytest.raises(ForeignFormatError, match="not a valid ONNX protobuf"):
         nnef_torch.load(graph, format="onnx")
 
 

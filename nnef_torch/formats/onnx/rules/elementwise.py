@@ -1,0 +1,103 @@
+"""Element-wise ONNX operators: arithmetic, comparisons and logic with numpy broadcasting (folded when every input is
+known while converting), unary math and activations."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nnef_torch.formats.nnvm.rules.common import align, broadcast_pair
+from nnef_torch.formats.onnx.node import OnnxNode
+from nnef_torch.ir.builder import Builder
+from nnef_torch.ops.registry import import_rule
+
+ONNX = "onnx"
+_NUMPY: dict[str, Callable[..., Any]] = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power, "min": np.minimum,
+    "max": np.maximum, "eq": np.equal, "lt": np.less, "gt": np.greater, "and": np.logical_and, "or": np.logical_or}
+
+
+def _binary(op: str) -> Callable[[Builder, OnnxNode], Any]:
+    def rule(b: Builder, node: OnnxNode) -> Any:
+        if not node.inputs:
+            raise node.fail("needs at least one input")
+        if all(node.known(i) for i in range(len(node.inputs))):
+            result = node.const(0)
+            for i in range(1, len(node.inputs)):
+                other = node.const(i)
+                result = (result // other if op == "div" and result.dtype.kind in "iu" else
+                          _NUMPY[op](result, other)).astype(np.result_type(result, other) if op not in
+                                                             ("eq", "lt", "gt", "and", "or") else bool)
+            return result
+        result = node.tensor(0)
+        for i in range(1, len(node.inputs)):
+            x, y = broadcast_pair(b, result, node.tensor(i))
+            result = b.op(op, x, y)
+        return result
+    rule.__name__ = f"binary_{op}"
+    return rule
+
+
+for _op, _names in {"add": ("Add",), "sub": ("Sub",), "mul": ("Mul",), "div": ("Div",), "pow": ("Pow",),
+                    "min": ("Min",), "max": ("Max",), "eq": ("Equal",), "lt": ("Less",), "gt": ("Greater",),
+                    "and": ("And",), "or": ("Or",)}.items():
+    import_rule(_op, ONNX, *_names)(_binary(_op))
+
+
+def _unary(op: str, fold: Callable[[np.ndarray], np.ndarray] | None = None) -> Callable[[Builder, OnnxNode], Any]:
+    def rule(b: Builder, node: OnnxNode) -> Any:
+        if fold is not None and node.known(0):
+            return fold(node.const(0))
+        return b.op(op, node.tensor(0))
+    rule.__name__ = f"unary_{op}"
+    return rule
+
+
+for _op, _name, _fold in (("sqrt", "Sqrt", np.sqrt), ("exp", "Exp", np.exp), ("log", "Log", np.log),
+                          ("neg", "Neg", np.negative), ("abs", "Abs", np.abs), ("tanh", "Tanh", None),
+                          ("sigmoid", "Sigmoid", None), ("relu", "Relu", None), ("softplus", "Softplus", None),
+                          ("not", "Not", np.logical_not), ("erf_rational", "Erf", None)):
+    import_rule(_op, ONNX, _name)(_unary(_op, _fold))
+
+
+@import_rule("leaky_relu", ONNX, "LeakyRelu")
+def leaky_relu(b: Builder, node: OnnxNode) -> Any:
+    return b.op("leaky_relu", node.tensor(0), alpha=float(node.attr("alpha", 0.01)))
+
+
+@import_rule("elu", ONNX, "Elu")
+def elu(b: Builder, node: OnnxNode) -> Any:
+    return b.op("elu", node.tensor(0), alpha=float(node.attr("alpha", 1.0)))
+
+
+@import_rule("selu", ONNX, "Selu")
+def selu(b: Builder, node: OnnxNode) -> Any:
+    return b.op("selu", node.tensor(0), alpha=float(node.attr("alpha", 1.67326319217681884765625)),
+                lambda_=float(node.attr("gamma", 1.05070102214813232421875)))
+
+
+@import_rule("clamp", ONNX, "HardSigmoid")
+def hard_sigmoid(b: Builder, node: OnnxNode) -> Any:
+    scaled = b.op("add", b.op("mul", node.tensor(0), float(node.attr("alpha", 0.2))), float(node.attr("beta", 0.5)))
+    return b.op("clamp", scaled, 0.0, 1.0)
+
+
+@import_rule("clamp", ONNX, "Clip")
+def clip(b: Builder, node: OnnxNode) -> Any:
+    x = node.tensor(0)
+    low = float(node.const(1, "min").reshape(-1)[0]) if node.has(1) else float("-inf")
+    high = float(node.const(2, "max").reshape(-1)[0]) if node.has(2) else float("inf")
+    if low != float("-inf") and high != float("inf"):
+        return b.op("clamp", x, low, high)
+    if low != float("-inf"):
+        return b.op("max", x, low)
+    return b.op("min", x, high) if high != float("inf") else b.op("copy", x)
+
+
+@import_rule("select", ONNX, "Where")
+def where(b: Builder, node: OnnxNode) -> Any:
+    if all(node.known(i) for i in range(3)):
+        return np.where(node.const(0), node.const(1), node.const(2))
+    rank = max(node.rank(i) for i in range(3))
+    return b.op("select", *(align(b, node.tensor(i), rank) for i in range(3)))

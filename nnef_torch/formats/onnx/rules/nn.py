@@ -1,0 +1,159 @@
+"""Neural-network ONNX operators: Conv, ConvTranspose, Gemm, MatMul, Softmax, LogSoftmax, pooling,
+BatchNormalization (inference; its running statistics are module state), LayerNormalization, Dropout."""
+from __future__ import annotations
+
+from typing import Any
+
+from nnef_torch.formats.nnvm.rules.common import align
+from nnef_torch.formats.onnx.node import OnnxNode
+from nnef_torch.ir.builder import Builder
+from nnef_torch.ops.registry import import_rule
+
+ONNX = "onnx"
+
+
+def STATE_INPUTS(graph: Any) -> set[str]:  # noqa: N802  (a table of what is state, read by convert)
+    """The initializers that are module state: BatchNormalization's running mean and variance."""
+    return {name for node in graph.node if node.op_type == "BatchNormalization" for name in node.input[3:5]}
+
+
+def _window(node: OnnxNode, spatial: int, kernel_key: str | None = "kernel_shape") -> dict[str, list[int]]:
+    node.only("auto_pad", ("NOTSET", "VALID"), "NOTSET")
+    pads = list(node.attr("pads", [0] * 2 * spatial))
+    strides = list(node.attr("strides", [1] * spatial))
+    dilations = list(node.attr("dilations", [1] * spatial))
+    if len(pads) != 2 * spatial or len(strides) != spatial or len(dilations) != spatial:
+        raise node.fail(f"pads/strides/dilations do not match {spatial} spatial axes")
+    window = {"padding": list(zip(pads[:spatial], pads[spatial:])), "stride": strides, "dilation": dilations}
+    if kernel_key is not None:
+        window["kernel"] = list(node.attr(kernel_key, []))
+    return window
+
+
+@import_rule("conv", ONNX, "Conv")
+def conv(b: Builder, node: OnnxNode) -> Any:
+    spatial = node.rank(0) - 2
+    w = _window(node, spatial)
+    if w["kernel"] and w["kernel"] != list(node.shape(1)[2:]):
+        raise node.fail(f"kernel_shape {w['kernel']} differs from the weight's {list(node.shape(1)[2:])}")
+    bias = b.op("unsqueeze", node.tensor(2), axes=[0]) if node.has(2) else 0.0
+    return b.op("conv", node.tensor(0), node.tensor(1), bias, padding=w["padding"], stride=w["stride"],
+                dilation=w["dilation"], groups=int(node.attr("group", 1)))
+
+
+@import_rule("deconv", ONNX, "ConvTranspose")
+def conv_transpose(b: Builder, node: OnnxNode) -> Any:
+    shape, weight = node.shape(0), node.shape(1)
+    spatial, groups = len(shape) - 2, int(node.attr("group", 1))
+    w = _window(node, spatial)
+    extra = list(node.attr("output_padding", [0] * spatial))
+    if node.attr("output_shape") is not None:
+        raise node.fail("attribute 'output_shape' is not supported (give pads and output_padding)")
+    kernel = list(weight[2:])
+    extents = [(i - 1) * s + (k - 1) * d + 1 - p0 - p1 + a for i, s, k, d, (p0, p1), a in
+               zip(shape[2:], w["stride"], kernel, w["dilation"], w["padding"], extra)]
+    padding = [(p0, p1 - a) for (p0, p1), a in zip(w["padding"], extra)]
+    bias = b.op("unsqueeze", node.tensor(2), axes=[0]) if node.has(2) else 0.0
+    return b.op("deconv", node.tensor(0), node.tensor(1), bias, padding=padding, stride=w["stride"],
+                dilation=w["dilation"], output_shape=[shape[0], weight[1] * groups] + extents, groups=groups)
+
+
+@import_rule("linear", ONNX, "Gemm")
+def gemm(b: Builder, node: OnnxNode) -> Any:
+    alpha, beta = float(node.attr("alpha", 1.0)), float(node.attr("beta", 1.0))
+    trans_a, trans_b = bool(node.attr("transA", 0)), bool(node.attr("transB", 0))
+    product = b.op("matmul", node.tensor(0), node.tensor(1), transposeA=trans_a, transposeB=trans_b)
+    if alpha != 1.0:
+        product = b.op("mul", product, alpha)
+    if not node.has(2):
+        return product
+    c = node.tensor(2)
+    c = align(b, c, 2) if beta == 1.0 else align(b, b.op("mul", c, beta), 2)
+    return b.op("add", product, c)
+
+
+@import_rule("matmul", ONNX, "MatMul")
+def matmul(b: Builder, node: OnnxNode) -> Any:
+    if node.rank(0) < 2 or node.rank(1) < 2:
+        raise node.fail("MatMul of a 1-D operand is not supported")
+    rank = max(node.rank(0), node.rank(1))
+    return b.op("matmul", align(b, node.tensor(0), rank), align(b, node.tensor(1), rank))
+
+
+def _softmax(op: str) -> Any:
+    def rule(b: Builder, node: OnnxNode) -> Any:
+        rank = node.rank(0)
+        return b.op(op, node.tensor(0), axes=[node.axis(int(node.attr("axis", -1)), rank)])
+    rule.__name__ = op
+    return rule
+
+
+import_rule("softmax", ONNX, "Softmax")(_softmax("softmax"))
+import_rule("log_softmax", ONNX, "LogSoftmax")(_softmax("log_softmax"))
+
+
+def _pool(op: str) -> Any:
+    def rule(b: Builder, node: OnnxNode) -> Any:
+        spatial = node.rank(0) - 2
+        w = _window(node, spatial)
+        node.only("ceil_mode", (0,), 0)
+        border = "ignore"
+        if op == "max_pool":
+            node.only("storage_order", (0,), 0)
+        else:
+            border = "constant" if node.only("count_include_pad", (0, 1), 0) else "ignore"
+        if node.outputs > 1:
+            raise node.fail("the Indices output of MaxPool is not supported")
+        return b.op(op, node.tensor(0), size=[1, 1] + w["kernel"], border=border,
+                    padding=[(0, 0), (0, 0)] + w["padding"], stride=[1, 1] + w["stride"],
+                    dilation=[1, 1] + w["dilation"])
+    rule.__name__ = op
+    return rule
+
+
+import_rule("max_pool", ONNX, "MaxPool")(_pool("max_pool"))
+import_rule("avg_pool", ONNX, "AveragePool")(_pool("avg_pool"))
+
+
+@import_rule("mean_reduce", ONNX, "GlobalAveragePool")
+def global_average_pool(b: Builder, node: OnnxNode) -> Any:
+    return b.op("mean_reduce", node.tensor(0), axes=list(range(2, node.rank(0))))
+
+
+@import_rule("max_reduce", ONNX, "GlobalMaxPool")
+def global_max_pool(b: Builder, node: OnnxNode) -> Any:
+    return b.op("max_reduce", node.tensor(0), axes=list(range(2, node.rank(0))))
+
+
+@import_rule("batch_normalization", ONNX, "BatchNormalization")
+def batch_normalization(b: Builder, node: OnnxNode) -> Any:
+    node.only("training_mode", (0,), 0)
+    node.attr("momentum")  # training only
+    if node.outputs > 1:
+        raise node.fail("the running statistics outputs (training mode) are not supported")
+    scale, offset, mean, variance = (b.op("unsqueeze", node.tensor(i), axes=[0]) for i in (1, 2, 3, 4))
+    return b.op("batch_normalization", node.tensor(0), mean, variance, offset, scale,
+                epsilon=float(node.attr("epsilon", 1e-5)))
+
+
+@import_rule("layer_norm", ONNX, "LayerNormalization")
+def layer_normalization(b: Builder, node: OnnxNode) -> Any:
+    rank = node.rank(0)
+    first = node.axis(int(node.attr("axis", -1)), rank)
+    node.only("stash_type", (1,), 1)
+    if node.outputs > 1:
+        raise node.fail("the Mean and InvStdDev outputs are not supported")
+    scale = align(b, node.tensor(1), rank)
+    offset = align(b, node.tensor(2), rank) if node.has(2) else 0.0
+    return b.op("layer_norm", node.tensor(0), scale, offset, axes=list(range(first, rank)),
+                epsilon=float(node.attr("epsilon", 1e-5)))
+
+
+@import_rule("copy", ONNX, "Dropout", "Identity")
+def identity(b: Builder, node: OnnxNode) -> Any:
+    node.attr("seed")
+    if node.op == "Dropout" and node.has(2) and bool(node.const(2, "training_mode").reshape(-1)[0]):
+        raise node.fail("training_mode true is not supported (inference only)")
+    if node.outputs > 1:
+        raise node.fail("the mask output of Dropout is not supported")
+    return node.raw(0)
