@@ -44,6 +44,7 @@ from nnef_torch.formats.lightnet.ir_json import IR, parse_ir
 from nnef_torch.formats.lightnet.node import Context, LnNode
 from nnef_torch.formats.lightnet.rules.common import LIBRARY, LIGHTNET, nnef_type
 from nnef_torch.formats.lightnet.weights import Weights, load_weights
+from nnef_torch.formats.names import graph_name
 from nnef_torch.ir.builder import Builder, Unmappable, fragment_library
 from nnef_torch.ir.document import as_nnef, graph_file
 from nnef_torch.ir.graph import Graph, Ref
@@ -100,7 +101,7 @@ def convert_ir(ir: IR, weights: Weights, inputs: Sequence[str] = (), outputs: Se
         warnings.warn(f"{weights.file or 'params'}: ignoring {total} weight(s) no create op with from_file "
                       f"reads: {shown}", stacklevel=3)
     results = _outputs(context, names)
-    graph = builder.graph(builder.fresh(_graph_name(name)), results, keep=SIDE_EFFECTS)
+    graph = builder.graph(builder.fresh(graph_name(name)), results, keep=SIDE_EFFECTS)
     return graph, graph_file(graph, builder.fragments, library, as_nnef(ir.file)), dict(builder.data)
 
 
@@ -241,11 +242,6 @@ def _outputs(context: Context, names: Sequence[str]) -> list[Ref]:
 def _identifier(name: str) -> str:
     base = "".join(c if c.isascii() and c.isalnum() or c == "_" else "_" for c in name) or "t"
     return base if base[0].isalpha() or base[0] == "_" else "t_" + base
-
-
-def _graph_name(name: str) -> str:
-    base = "".join(c if c.isascii() and c.isalnum() or c == "_" else "_" for c in name) or "G"
-    return base if base[0].isalpha() else "G_" + base
 
 
 def read(path: str | os.PathLike, *, document: Any = None, params: Any = None, inputs: Sequence[str] | None = None,

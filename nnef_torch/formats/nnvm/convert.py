@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numbers
 import os
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,9 +24,9 @@ from nnef_torch.errors import (
     NNEFUnsupportedError,
 )
 from nnef_torch.format.graph_file import GraphFile
-from nnef_torch.format.labels import label_problem
 from nnef_torch.formats import Converted
 from nnef_torch.formats.json_file import read_json
+from nnef_torch.formats.names import Labels, graph_name
 from nnef_torch.formats.nnvm import rules  # noqa: F401  (registers the nnvm import rules)
 from nnef_torch.formats.nnvm.attrs import MAX_RANK, Attributes
 from nnef_torch.formats.nnvm.graph_json import GraphJSON, Node, check_row_pointers, parse_graph
@@ -48,7 +47,7 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
                   name: str, shapes_at_call: bool = False
                   ) -> tuple[Graph, GraphFile, dict[str, np.ndarray], frozenset[str], dict[str, str], str | None]:
     """The IR graph, its NNEF document (printed when asked for), the variables' values by label, the labels of
-    state (aux) variables, the parameters' own names by label where a label cannot hold them (see `_Labels`), and
+    state (aux) variables, the parameters' own names by label where a label cannot hold them (see `Labels`), and
     None. With `shapes_at_call`, a graph that does not say its input shapes gives instead the graph of its inputs
     (of unknown shape, `()`) and its variables only, and last why it is not converted (`Converted.unbound`)."""
     table = import_rules(FORMAT)
@@ -73,7 +72,7 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
     values: list[tuple[Any, ...] | None] = [None] * len(graph.nodes)
     counts: list[tuple[int, int]] = [(1, 1)] * len(graph.nodes)
     problems: list[str] = [f"'{node.name}' ({what}) is not in the parameters" for node, what in kinds.missing]
-    labels = _Labels()
+    labels = Labels()
     budget = Budget()
     for node in graph.nodes:
         if node.op == "null":
@@ -127,14 +126,14 @@ def convert_graph(graph: GraphJSON, parameters: Parameters, input_shapes: Mappin
             value = builder.op("copy", value, out_name=f"output{i}")
         taken.add(value.name)
         outputs.append(value)
-    ir = builder.graph(builder.fresh(_graph_name(name)), outputs)
+    ir = builder.graph(builder.fresh(graph_name(name)), outputs)
     state = _state_labels(graph, parameters, table, labels)
     document = graph_file(ir, builder.fragments, library, as_nnef(graph.file))
     return ir, document, dict(builder.data), state, labels.names(), None
 
 
 def _state_labels(graph: GraphJSON, parameters: Parameters, table: Mapping[str, Any],
-                  labels: _Labels) -> frozenset[str]:
+                  labels: Labels) -> frozenset[str]:
     """The labels of the variables that are state: aux parameters, and what operators update (their `state`)."""
     state_names = set(parameters.aux) | {graph.nodes[node.inputs[p].node].name for node in graph.nodes
                                          if node.op != "null" for p in table[node.op].state if p < len(node.inputs)}
@@ -147,7 +146,7 @@ def _variables_only(graph: GraphJSON, kinds: _Kinds, parameters: Parameters, lib
     variables, labelled as the conversion labels them, as the outputs of a graph without operations (what a module
     plans its Parameters from)."""
     builder = Builder(library)
-    labels = _Labels()
+    labels = Labels()
     declared = []
     for node in graph.nodes:
         if node.op != "null" or node.index in kinds.unused:
@@ -156,7 +155,7 @@ def _variables_only(graph: GraphJSON, kinds: _Kinds, parameters: Parameters, lib
             declared.append(_argument(builder, node, graph, kinds, parameters, {}, labels))
         else:
             declared.append(builder.external(node.name, _input_dtype(node, graph), ()))
-    ir = builder.graph(builder.fresh(_graph_name(name)), declared)
+    ir = builder.graph(builder.fresh(graph_name(name)), declared)
     document = graph_file(ir, builder.fragments, library, as_nnef(graph.file))
     return ir, document, dict(builder.data), _state_labels(graph, parameters, table, labels), labels.names()
 
@@ -281,7 +280,7 @@ def _input_dtype(node: Node, graph: GraphJSON) -> str:
 
 
 def _argument(builder: Builder, node: Node, graph: GraphJSON, kinds: _Kinds, parameters: Parameters,
-              shapes: Mapping[int, tuple[int, ...]], labels: _Labels) -> Any:
+              shapes: Mapping[int, tuple[int, ...]], labels: Labels) -> Any:
     if node.index in kinds.params:
         array = parameters[node.name]
         label = labels.label(node.name)
@@ -289,36 +288,6 @@ def _argument(builder: Builder, node: Node, graph: GraphJSON, kinds: _Kinds, par
     if node.index in shapes:
         return builder.external(node.name, _input_dtype(node, graph), shapes[node.index])
     return Missing(node.name)  # a missing parameter (reported): rules check the rest around it
-
-
-class _Labels:
-    """The NNEF label of each parameter: its name, with the characters labels cannot hold (anything but ASCII
-    letters, digits and _ - . /) replaced by '_', made unique ignoring case with a suffix. The module keeps such a
-    parameter under its own name where that is a dotted path of Python identifiers (MXNet allows any name: 'é_w')."""
-
-    def __init__(self) -> None:
-        self.by_name: dict[str, str] = {}
-        self._taken: set[str] = set()  # the labels given, lower-cased
-        self._counters: dict[str, int] = {}  # the last suffix given to each base
-
-    def label(self, name: str) -> str:
-        if name in self.by_name:
-            return self.by_name[name]
-        base = name if label_problem(name) is None else \
-            "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_" for c in name)
-        label, n = base, self._counters.get(base.lower(), 0)
-        while label.lower() in self._taken or label_problem(label) is not None:
-            n += 1
-            label = f"{base}_{n}"
-        self._counters[base.lower()] = n
-        self._taken.add(label.lower())
-        self.by_name[name] = label
-        return label
-
-    def names(self) -> dict[str, str]:
-        """label -> name, for the names the labels could not keep that can name a module's tensor."""
-        return {label: name for name, label in self.by_name.items()
-                if label != name and all(part.isidentifier() for part in re.split(r"[/\\.]", name))}
 
 
 def _read(values: Sequence[tuple[Any, ...] | None], entry: Any, node: Node | None, graph: GraphJSON) -> Any:
@@ -350,10 +319,6 @@ def _named(builder: Builder, outputs: Sequence[Any], node: Node) -> tuple[Any, .
         named.append(value)
     return tuple(named)
 
-
-def _graph_name(name: str) -> str:
-    base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "G"
-    return base if base[0].isalpha() else "G_" + base
 
 
 def read(path: str | os.PathLike, *, document: Any = None, params: Any = None,

@@ -15,7 +15,7 @@ import numpy as np
 
 from nnef_torch.errors import ForeignFormatError, Location, NNEFError, NNEFOptionError, NNEFShapeError
 from nnef_torch.formats import Converted
-from nnef_torch.formats.nnvm.convert import _graph_name, _Labels
+from nnef_torch.formats.names import Labels, graph_name
 from nnef_torch.formats.onnx import rules  # noqa: F401  (registers the onnx import rules)
 from nnef_torch.formats.onnx.node import OnnxNode, dtype_of
 from nnef_torch.formats.onnx.reading import check_model, file_name, load_model, where
@@ -65,7 +65,7 @@ def convert_model(model: Any, opset: int, file: str, input_shapes: Mapping[str, 
         raise NNEFOptionError(f"input_shapes names {extra}, which are not inputs of the graph (inputs: {names})",
                               Location(file=file))
     builder = Builder(fragment_library(*LIBRARY))
-    labels = _Labels()
+    labels = Labels()
     values: dict[str, Any] = {"": None}
     for value in graph.input:
         if value.name in initializers:
@@ -127,7 +127,7 @@ def convert_model(model: Any, opset: int, file: str, input_shapes: Mapping[str, 
         outputs.append(result)
     if not builder.externals:
         raise ForeignFormatError("the graph reads no input; an NNEF graph takes at least one", Location(file=file))
-    ir = builder.graph(builder.fresh(_graph_name(file_name(file))), outputs)
+    ir = builder.graph(builder.fresh(graph_name(file_name(file))), outputs)
     library = fragment_library(*LIBRARY)
     document = graph_file(ir, builder.fragments, library, as_nnef(file))
     state = frozenset(labels.by_name[name] for name in rules.nn.STATE_INPUTS(graph) if name in labels.by_name)
