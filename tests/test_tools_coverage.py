@@ -7,7 +7,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from tools.coverage import END, FRONTEND_START, PAGES, START, coverage_markdown, replace_section, update
+from tools.coverage import (
+    END,
+    FRONTEND_START,
+    PAGES,
+    START,
+    SUMMARY_START,
+    coverage_markdown,
+    frontend_markdown,
+    replace_section,
+    update,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\|[^|]*\| `(\w+)` \| ([^|]+) \| ([^|]+) \|$", re.M)
@@ -18,10 +28,12 @@ def _rows() -> dict[str, tuple[str, str]]:
 
 
 def test_documentation_tables_are_the_generated_ones():
-    operations, formats = (ROOT / page for page in PAGES)
+    operations, formats, readme = (ROOT / page for page in PAGES)
     assert START in operations.read_text(encoding="utf-8") and END in operations.read_text(encoding="utf-8")
     assert FRONTEND_START.format(format="nnvm") in formats.read_text(encoding="utf-8")
     assert FRONTEND_START.format(format="lightnet") in formats.read_text(encoding="utf-8")
+    assert FRONTEND_START.format(format="onnx") in formats.read_text(encoding="utf-8")
+    assert SUMMARY_START.format(format="onnx") in readme.read_text(encoding="utf-8")
     for page in PAGES:
         text = (ROOT / page).read_text(encoding="utf-8")
         assert update(text) == text, f"{page} is stale: run `python tools/coverage.py --update`"
@@ -58,3 +70,12 @@ def test_export_column_names_real_torch_operations():
 def test_replace_section_needs_the_markers():
     with pytest.raises(ValueError, match="op-coverage"):
         replace_section("# no table here\n", "| x |\n")
+
+
+def test_onnx_table_names_real_operators_of_the_default_domain():
+    onnx = pytest.importorskip("onnx")
+    known = {schema.name for schema in onnx.defs.get_all_schemas_with_history() if schema.domain in ("", "ai.onnx")}
+    listed = set(re.findall(r"`(\w+)`", frontend_markdown("onnx").split("| NNEF operation |", 1)[1]))
+    from nnef_torch.ops import registry
+    operators = set(registry.import_targets("onnx")) | set(registry.import_refusals("onnx"))
+    assert operators <= listed and operators - known == set()

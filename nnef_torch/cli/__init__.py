@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         if rule in RULES:
             print(f"{PROG}: note: without --strict this is read with a warning: {RULES[rule]} [{rule}]",
                   file=sys.stderr)
+        if "input_shapes=" in str(error):  # the Python API's option, which the command line spells otherwise
+            print(f"{PROG}: note: on the command line, give the shapes with --input-shape NAME=D0,D1,...",
+                  file=sys.stderr)
         return 1
     except CLIError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)

@@ -47,11 +47,11 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
          lenient: bool = True) -> NNEFModule:
     """Import a model as a torch module: an NNEF model (a folder, a graph.nnef file, or a .tar/.tgz/.tar.gz
     archive), or a model of another format that a front end reads (NNVM graph JSON, an MXNet `-symbol.json`,
-    LightNet's JSON IR).
+    LightNet's JSON IR, an ONNX file with the `onnx` extra).
 
     params: the parameters of a model of another format: a path (MXNet `.params`, LightNet `.wts`, `.npz`) or a
     mapping of name to array or tensor; by default the `prefix-NNNN.params` beside `prefix-symbol.json`, the
-    `model.wts` beside a LightNet `model.json`. format: 'nnef', 'nnvm', 'lightnet' (detected from the content by
+    `model.wts` beside a LightNet `model.json`. format: 'nnef', 'nnvm', 'lightnet', 'onnx' (detected from the content by
     default). inputs, outputs: a LightNet model's tensors that the caller fills (created tensors, which become the
     positional inputs in this order) and that the module returns (by default the tensors no op reads).
     device: where Parameters and buffers live; 'meta' reads no tensor data (fill it later with `.materialize`).
@@ -71,7 +71,8 @@ def load(path: str | os.PathLike, *, params: Any = None, format: str | None = No
     Its `forward` is generated for the input shapes it is loaded with; a call with other shapes runs the graph
     derived for them (NNEF re-declares a graph's inputs), on the same Parameters (`importer/derive.py`), and every
     call's inputs are checked against their declaration first (`importer/inputs.py`). A model that does not say its
-    input shapes (tract symbols that input_shapes= and batch_size= leave unbound, an MXNet symbol without shapes)
+    input shapes (tract symbols that input_shapes= and batch_size= leave unbound, an MXNet symbol without shapes,
+    ONNX inputs with a dim_param)
     loads with its Parameters and binds its shapes at its first call.
     """
     read = ReadOptions.of(format=format, params=params, input_shapes=input_shapes, inputs=inputs, outputs=outputs,

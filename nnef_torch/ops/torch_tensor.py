@@ -42,8 +42,8 @@ def constant(*, shape: Sequence[int], value: Sequence[Any], dtype: torch.dtype) 
 def reshape(input: torch.Tensor, *, shape: Sequence[int], axis_start: int = 0, axis_count: int = -1) -> torch.Tensor:
     """Reshape dimensions [axis_start, axis_start + axis_count) to `shape` (0 copies an input extent, -1 infers).
 
-    The target is resolved statically; when it keeps the leading dimension (same extent, same volume behind it),
-    that dimension becomes -1 so the batch size stays free.
+    The target is resolved statically; when its leading extent is the input's, a multiple of it (leading axes
+    merged) or a divisor of it (the leading axis split), that extent becomes -1, so the batch size stays free.
     """
     source = static_shape(input)
     rank = len(source)
@@ -55,8 +55,9 @@ def reshape(input: torch.Tensor, *, shape: Sequence[int], axis_start: int = 0, a
     target = list(source[:axis_start]) + new + list(source[stop:])
     if target == list(source):
         return input
-    if target and source and target[0] == source[0] and _volume(target[1:]) == _volume(source[1:]):
-        target[0] = -1
+    if target and source and target[0] > 0 and source[0] > 0 and _volume(target[1:]) > 0 and (
+            target[0] % source[0] == 0 or source[0] % target[0] == 0):
+        target[0] = -1  # the leading extent kept, merged with the next ones ([B, S, K] -> [B*S, K]) or split
     return input.reshape(target)
 
 

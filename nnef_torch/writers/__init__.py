@@ -103,7 +103,9 @@ def save(module: torch.nn.Module, path: str | os.PathLike, example_inputs: Any =
 
     target (NNEF): 'standard' (the default) or 'tract': the file tract reads, with the symbols of `dynamic_shapes`
     declared (`extension tract_symbol S;`) and the inputs declared with them; for a module read from a tract_core
-    document, its document in tract's form (as `dialect='tract_core'`).
+    document, its document in tract's form (as `dialect='tract_core'`); for a module read from an ONNX file whose
+    inputs have symbolic extents (dim_param), its trace on `example_inputs` with a symbol per dim_param
+    (`formats.onnx.symbols`).
 
     fold_batch_norm (traced modules): fold each inference batch norm into the convolution or linear layer before
     it (see `nnef_torch.export`).

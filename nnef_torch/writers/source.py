@@ -83,6 +83,12 @@ def source_of(module: torch.nn.Module, example_inputs: Any = None, *, quantizati
         if quantization is not None:
             raise NNEFOptionError("quantization= applies when exporting a torch module; an imported module saves "
                                   "the graph.quant it was loaded with")
+        if target == "tract" and module.nnef.options.format == "onnx" and example_inputs is not None \
+                and module.nnef.source is not None:  # traced: its dim_params kept as tract symbols
+            from nnef_torch.formats.onnx.symbols import symbolic_export  # lazy: the onnx extra is optional
+            exported = symbolic_export(module, example_inputs, target)
+            if exported is not None:
+                return Source(model=exported)
         if not keeps_symbols(module.nnef.graph.extensions, dialect, target):  # else written as read
             module.nnef.check_bound("saving")
         for slot in module.nnef.slots.values():

@@ -6,4 +6,6 @@ from __future__ import annotations
 
 from nnef_torch.formats.onnx.convert import FORMAT, read
 
-__all__ = ["FORMAT", "read"]
+SHAPES_AT_CALL = True  # a graph input of symbolic extents (dim_param) binds them at the module's first call
+
+__all__ = ["FORMAT", "SHAPES_AT_CALL", "read"]

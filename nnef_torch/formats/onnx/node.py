@@ -23,11 +23,13 @@ class OnnxNode:
                  attribute_value: Any):
         self.op, self.where, self.file, self.opset = proto.op_type, where, file, opset
         self.inputs = inputs  # per ONNX input: a Ref, an np.ndarray (known now) or None (an omitted optional one)
+        self.input_names = list(proto.input)  # the file's names of the inputs
         self.outputs = len(proto.output)
         self.builder = builder
         self._attrs = {attribute.name: attribute for attribute in proto.attribute}
         self._value = attribute_value
         self._read: set[str] = set()
+        self.scope: dict[str, Any] = {}  # the value table the node is converted in (If and Loop bodies read it)
 
     def fail(self, message: str) -> ForeignFormatError:
         return ForeignFormatError(f"{self.where}: {message}", Location(file=self.file))
@@ -68,6 +70,9 @@ class OnnxNode:
     def const(self, position: int, what: str = "input") -> np.ndarray:
         """Input `position` as an array known while converting (a shape, axes, indices)."""
         value = self.raw(position)
+        if isinstance(value, Ref):  # a float initializer (a variable) read as data: dynamo writes scalars so
+            value = next((np.asarray(self.builder.data[v.label]) for v in self.builder.variables
+                          if v.name == value.name), value)
         if not isinstance(value, np.ndarray):
             raise self.fail(f"{what} (input {position}) must be known while converting (a constant, an initializer "
                             "or a shape of static extents); it is computed from the graph's inputs")

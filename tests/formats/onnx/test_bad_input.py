@@ -1,4 +1,5 @@
 """Bad ONNX files give a ForeignFormatError that says where and what."""
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,10 +47,25 @@ def test_missing_initializer_names_the_node(tmp_path):
 def test_unsupported_attribute_value_names_node_and_attribute(tmp_path):
     model = onnx.load(str(MLP.with_name("cnn13.onnx")))
     pool = next(n for n in model.graph.node if n.op_type == "MaxPool")
-    kept = [a for a in pool.attribute if a.name != "ceil_mode"]
+    kept = [a for a in pool.attribute if a.name != "storage_order"]
     del pool.attribute[:]
-    pool.attribute.extend(kept + [onnx.helper.make_attribute("ceil_mode", 1)])
+    pool.attribute.extend(kept + [onnx.helper.make_attribute("storage_order", 1)])
     path = tmp_path / "bad.onnx"
     path.write_bytes(model.SerializeToString())
-    with pytest.raises(ForeignFormatError, match=r"\(MaxPool\): attribute 'ceil_mode' = 1 is not supported"):
+    with pytest.raises(ForeignFormatError, match=r"\(MaxPool\): attribute 'storage_order' = 1 is not supported"):
         nnef_torch.load(path)
+
+
+def test_cycle_names_the_node(tmp_path):
+    def cycle(model):  # node 1 (Relu) reads the output of node 2 (Gemm), which reads node 1's
+        model.graph.node[1].input[0] = model.graph.node[2].output[0]
+    path = _edited(tmp_path, cycle)
+    with pytest.raises(ForeignFormatError, match=r"node 1 '/1/Relu' \(Relu\) reads '/2/Gemm_output_0', a later "
+                                                 r"node's output \(a cycle"):
+        nnef_torch.load(path)
+
+
+def test_missing_onnx_package_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` raises ImportError
+    with pytest.raises(ForeignFormatError, match=r"needs the onnx package: pip install nnef-torch\[onnx\]"):
+        nnef_torch.load(MLP)

@@ -4,6 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from formats.khronos_session import run_khronos
 
 import nnef_torch
 
@@ -22,7 +23,7 @@ def test_outputs_match_onnxruntime(path):
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
-def test_gradients_reach_parameters_and_save_parses(path, tmp_path):
+def test_gradients_reach_parameters_and_saved_nnef_runs_in_the_khronos_executor(path, tmp_path):
     nnef = pytest.importorskip("nnef")
     module = nnef_torch.load(path)
     shape = ort.InferenceSession(str(path)).get_inputs()[0].shape
@@ -32,3 +33,6 @@ def test_gradients_reach_parameters_and_save_parses(path, tmp_path):
     assert params and all(p.grad is not None for p in params)
     nnef_torch.save(module, tmp_path / "out", x)
     nnef.load_graph(str(tmp_path / "out"))
+    session = ort.InferenceSession(str(path))
+    expected = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
+    np.testing.assert_allclose(run_khronos(tmp_path / "out", [x.numpy()])[0], expected, rtol=1e-4, atol=1e-5)

@@ -7,6 +7,7 @@ projection; then the biases i2h and h2h (G*H) in the same order. G is the number
 o), 3 for a GRU (r, z, n), 1 otherwise. A vector read from the parameters is unpacked into named variables
 (`<vector>/l0_i2h_weight`, ...), so that each weight is a Parameter of its own; one computed in the graph (Gluon's
 `_rnn_param_concat` of its named weights) is sliced. Dropout `p` acts between layers in training mode only.
+The cells are `formats.recurrent_cells`'.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from nnef_torch.formats.nnvm.node import OpNode
+from nnef_torch.formats.recurrent_cells import DEFAULT_ACTIVATIONS, GATE_NAMES, Cell, CellKind, unroll
 from nnef_torch.ir.builder import Builder
 from nnef_torch.ops.registry import import_rule
 
@@ -31,7 +33,8 @@ def parameter_layout(mode: str, layers: int, directions: int, inputs: int, hidde
     """The named pieces of the flat parameter vector, in order, with their shapes."""
     rows = GATES[mode] * hidden
     width = projection or hidden  # what the hidden state holds between steps
-    weights, biases = [], []
+    weights: list[tuple[str, tuple[int, ...]]] = []
+    biases: list[tuple[str, tuple[int, ...]]] = []
     for layer in range(layers):
         fan_in = inputs if layer == 0 else width * directions
         for direction in DIRECTIONS[:directions]:
@@ -69,50 +72,11 @@ def _initial(b: Builder, state: Any, index: int) -> Any:
     return b.op("squeeze", row, axes=[0])
 
 
-class _Cell:
-    """One direction of one layer: its weights and the step function of its mode."""
-
-    def __init__(self, b: Builder, mode: str, weights: dict[str, Any], prefix: str, hidden: int,
-                 clip: tuple[float, float] | None):
-        self.b, self.mode, self.hidden, self.clip = b, mode, hidden, clip
-        self.w_hh, self.b_hh = weights[prefix + "h2h_weight"], weights[prefix + "h2h_bias"]
-        self.w_hr = weights.get(prefix + "h2r_weight")
-
-    def step(self, projected: Any, h: Any, c: Any) -> tuple[Any, Any]:
-        b, gates = self.b, GATES[self.mode]
-        recurrent = b.op("linear", h, self.w_hh, self.b_hh)
-        if self.mode in ("rnn_tanh", "rnn_relu"):
-            return b.op("tanh" if self.mode == "rnn_tanh" else "relu", b.op("add", projected, recurrent)), None
-        if self.mode == "gru":
-            xr, xz, xn = b.op("split", projected, axis=1, ratios=[1] * gates)
-            hr, hz, hn = b.op("split", recurrent, axis=1, ratios=[1] * gates)
-            r = b.op("sigmoid", b.op("add", xr, hr))
-            z = b.op("sigmoid", b.op("add", xz, hz))
-            n = b.op("tanh", b.op("add", xn, b.op("mul", r, hn)))
-            return b.op("add", n, b.op("mul", z, b.op("sub", h, n))), None  # (1 - z) * n + z * h
-        i, f, g, o = b.op("split", b.op("add", projected, recurrent), axis=1, ratios=[1] * gates)
-        c = b.op("add", b.op("mul", b.op("sigmoid", f), c), b.op("mul", b.op("sigmoid", i), b.op("tanh", g)))
-        if self.clip is not None:
-            c = b.op("clamp", c, self.clip[0], self.clip[1])
-        h = b.op("mul", b.op("sigmoid", o), b.op("tanh", c))
-        if self.w_hr is not None:
-            h = b.op("linear", h, self.w_hr, 0.0)
-        return h, c
-
-
-def _direction(b: Builder, cell: _Cell, x: Any, w_ih: Any, b_ih: Any, h: Any, c: Any,
-               reverse: bool) -> tuple[Any, Any, Any]:
-    """Run one direction over the sequence x (T, N, C): its outputs (T, N, X) and final states."""
-    steps, batch, channels = cell.b.shape(x)
-    flat = b.op("reshape", x, shape=[steps * batch, channels])
-    projected = b.op("reshape", b.op("linear", flat, w_ih, b_ih), shape=[steps, batch, GATES[cell.mode] * cell.hidden])
-    inputs = b.op("unstack", projected, axis=0) if steps > 1 else [b.op("squeeze", projected, axes=[0])]
-    outputs: list[Any] = [None] * steps
-    for t in (reversed(range(steps)) if reverse else range(steps)):
-        h, c = cell.step(inputs[t], h, c)
-        outputs[t] = h
-    sequence = b.op("stack", outputs, axis=0) if steps > 1 else b.op("unsqueeze", outputs[0], axes=[0])
-    return sequence, h, c
+def _kind(mode: str, clip: tuple[float, float] | None) -> CellKind:
+    """MXNet's gate orders (LSTM i, f, g, o; GRU r, z, n) and cell-state clipping."""
+    base = {"rnn_tanh": "rnn", "rnn_relu": "rnn"}.get(mode, mode)
+    activations = ("relu",) if mode == "rnn_relu" else DEFAULT_ACTIVATIONS[base]
+    return CellKind(base, GATE_NAMES[base], activations, cell_clip=clip)
 
 
 @import_rule("linear", NNVM, "RNN", params=(1,))
@@ -149,7 +113,7 @@ def rnn(b: Builder, node: OpNode) -> Any:
         if list(b.shape(state)) != expected:
             raise node.fail(f"input '{what}' must have shape {expected}, found {list(b.shape(state))}")
     weights = _pieces(b, node, parameter_layout(mode, layers, directions, channels, hidden, projection))
-    clip = None if low is None else (float(low), float(high))
+    kind = _kind(mode, None if low is None else (float(low), float(high)))
     finals_h, finals_c = [], []
     for layer in range(layers):
         if layer > 0 and rate > 0.0:
@@ -160,9 +124,10 @@ def rnn(b: Builder, node: OpNode) -> Any:
             index = layer * directions + d
             h = _initial(b, states[0], index)
             c = _initial(b, states[1], index) if mode == "lstm" else None
-            cell = _Cell(b, mode, weights, prefix, hidden, clip)
-            sequence, h, c = _direction(b, cell, x, weights[prefix + "i2h_weight"], weights[prefix + "i2h_bias"], h,
-                                        c, reverse=d == 1)
+            cell = Cell(b, kind, hidden, weights[prefix + "h2h_weight"], weights[prefix + "h2h_bias"],
+                        projection=weights.get(prefix + "h2r_weight"))
+            sequence, h, c = unroll(b, cell, x, weights[prefix + "i2h_weight"], weights[prefix + "i2h_bias"], h, c,
+                                    reverse=d == 1)
             sequences.append(sequence)
             finals_h.append(h)
             finals_c.append(c)

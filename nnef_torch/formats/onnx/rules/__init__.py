@@ -1,2 +1,15 @@
 """Import rules of ONNX operators (default domain), registered in the op table's `onnx` facet."""
-from nnef_torch.formats.onnx.rules import elementwise, nn, tensor  # noqa: F401
+from nnef_torch.formats.onnx.rules import (  # noqa: F401
+    control,
+    elementwise,
+    indexing,
+    nn,
+    normalization,
+    quantized,
+    rearrangement,
+    recurrent,
+    reductions,
+    refused,
+    sequences,
+    tensor,
+)

@@ -101,3 +101,90 @@ def where(b: Builder, node: OnnxNode) -> Any:
         return np.where(node.const(0), node.const(1), node.const(2))
     rank = max(node.rank(i) for i in range(3))
     return b.op("select", *(align(b, node.tensor(i), rank) for i in range(3)))
+
+
+for _op, _names in {"le": ("LessOrEqual",), "ge": ("GreaterOrEqual",), "ne": ("Xor",)}.items():
+    import_rule(_op, ONNX, *_names)(_binary(_op))
+_NUMPY.update({"le": np.less_equal, "ge": np.greater_equal, "ne": np.not_equal})
+
+for _op, _name, _fold in (("floor", "Floor", np.floor), ("ceil", "Ceil", np.ceil), ("sign", "Sign", np.sign),
+                          ("rcp", "Reciprocal", np.reciprocal), ("sin", "Sin", None), ("cos", "Cos", None),
+                          ("tan", "Tan", None), ("asin", "Asin", None), ("acos", "Acos", None),
+                          ("atan", "Atan", None), ("sinh", "Sinh", None), ("cosh", "Cosh", None),
+                          ("asinh", "Asinh", None), ("acosh", "Acosh", None), ("atanh", "Atanh", None),
+                          ("hard_swish", "HardSwish", None)):
+    import_rule(_op, ONNX, _name)(_unary(_op, _fold))
+
+
+@import_rule("round", ONNX, "Round")
+def round_half_even(b: Builder, node: OnnxNode) -> Any:
+    """ONNX rounds halves to even; NNEF's `round` rounds them away from zero: a half goes to the even neighbour."""
+    if node.known(0):
+        return np.round(node.const(0))
+    x = node.tensor(0)
+    low = b.op("floor", x)
+    high = b.op("add", low, 1.0)
+    fraction = b.op("sub", x, low)
+    low_is_even = b.op("eq", b.op("sub", low, b.op("mul", b.op("floor", b.op("mul", low, 0.5)), 2.0)), 0.0)
+    half = b.op("select", low_is_even, low, high)
+    return b.op("select", b.op("lt", fraction, 0.5), low, b.op("select", b.op("gt", fraction, 0.5), high, half))
+
+
+@import_rule("gelu", ONNX, "Gelu")
+def gelu(b: Builder, node: OnnxNode) -> Any:
+    exact = node.only("approximate", ("none", "tanh"), "none") == "none"
+    return b.op("gelu_erf" if exact else "gelu_tanh", node.tensor(0))
+
+
+@import_rule("prelu", ONNX, "PRelu")
+def prelu(b: Builder, node: OnnxNode) -> Any:
+    x, slope = broadcast_pair(b, node.tensor(0), node.tensor(1))
+    return b.op("prelu", x, slope)
+
+
+@import_rule("div", ONNX, "Softsign")
+def softsign(b: Builder, node: OnnxNode) -> Any:
+    x = node.tensor(0)
+    return b.op("div", x, b.op("add", b.op("abs", x), 1.0))
+
+
+@import_rule("mul", ONNX, "Mish")
+def mish(b: Builder, node: OnnxNode) -> Any:
+    x = node.tensor(0)
+    return b.op("mul", x, b.op("tanh", b.op("softplus", x)))
+
+
+@import_rule("select", ONNX, "ThresholdedRelu")
+def thresholded_relu(b: Builder, node: OnnxNode) -> Any:
+    x = node.tensor(0)
+    return b.op("select", b.op("gt", x, float(node.attr("alpha", 1.0))), x, 0.0)
+
+
+@import_rule("elu", ONNX, "Celu")
+def celu(b: Builder, node: OnnxNode) -> Any:
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1)) is alpha * elu(x / alpha) with elu's alpha 1."""
+    alpha = float(node.attr("alpha", 1.0))
+    if alpha == 0.0:
+        raise node.fail("alpha 0 divides by zero")
+    return b.op("mul", b.op("elu", b.op("div", node.tensor(0), alpha), alpha=1.0), alpha)
+
+
+@import_rule("ne", ONNX, "IsNaN")
+def is_nan(b: Builder, node: OnnxNode) -> Any:
+    x = node.tensor(0)
+    return b.op("ne", x, x)
+
+
+def _n_ary(op: str, mean: bool) -> Callable[[Builder, OnnxNode], Any]:
+    def rule(b: Builder, node: OnnxNode) -> Any:
+        total = _binary("add")(b, node)
+        count = len(node.inputs)
+        if not mean or count == 1:
+            return total if count > 1 or isinstance(total, np.ndarray) else b.op("copy", total)
+        return total / count if isinstance(total, np.ndarray) else b.op("div", total, float(count))
+    rule.__name__ = op
+    return rule
+
+
+import_rule("add", ONNX, "Sum")(_n_ary("sum", mean=False))
+import_rule("div", ONNX, "Mean")(_n_ary("mean", mean=True))

@@ -17,23 +17,38 @@ def STATE_INPUTS(graph: Any) -> set[str]:  # noqa: N802  (a table of what is sta
     return {name for node in graph.node if node.op_type == "BatchNormalization" for name in node.input[3:5]}
 
 
-def _window(node: OnnxNode, spatial: int, kernel_key: str | None = "kernel_shape") -> dict[str, list[int]]:
-    node.only("auto_pad", ("NOTSET", "VALID"), "NOTSET")
+def _window(node: OnnxNode, spatial: int, kernel_key: str | None = "kernel_shape",
+            kernel: list[int] | None = None) -> dict[str, list[Any]]:
+    """Padding, stride, dilation (and kernel) of a windowed node; `auto_pad` SAME_UPPER / SAME_LOWER pads are
+    computed from the static input extents and the kernel (the extra item of an odd total at the end or the start)."""
+    auto_pad = node.only("auto_pad", ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"), "NOTSET")
     pads = list(node.attr("pads", [0] * 2 * spatial))
     strides = list(node.attr("strides", [1] * spatial))
     dilations = list(node.attr("dilations", [1] * spatial))
     if len(pads) != 2 * spatial or len(strides) != spatial or len(dilations) != spatial:
         raise node.fail(f"pads/strides/dilations do not match {spatial} spatial axes")
-    window = {"padding": list(zip(pads[:spatial], pads[spatial:])), "stride": strides, "dilation": dilations}
+    window: dict[str, list[Any]] = {"stride": strides, "dilation": dilations}
     if kernel_key is not None:
         window["kernel"] = list(node.attr(kernel_key, []))
+    if auto_pad == "VALID":
+        pads = [0] * 2 * spatial
+    elif auto_pad.startswith("SAME"):
+        extents = node.shape(0)[2:]
+        size = kernel or window.get("kernel") or []
+        if len(size) != spatial:
+            raise node.fail(f"auto_pad {auto_pad} needs the kernel's {spatial} extents")
+        totals = [max((-(-i // s) - 1) * s + (k - 1) * d + 1 - i, 0)
+                  for i, s, k, d in zip(extents, strides, size, dilations)]
+        fronts = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in totals]
+        pads = fronts + [t - f for t, f in zip(totals, fronts)]
+    window["padding"] = list(zip(pads[:spatial], pads[spatial:]))
     return window
 
 
 @import_rule("conv", ONNX, "Conv")
 def conv(b: Builder, node: OnnxNode) -> Any:
     spatial = node.rank(0) - 2
-    w = _window(node, spatial)
+    w = _window(node, spatial, kernel=list(node.shape(1)[2:]))
     if w["kernel"] and w["kernel"] != list(node.shape(1)[2:]):
         raise node.fail(f"kernel_shape {w['kernel']} differs from the weight's {list(node.shape(1)[2:])}")
     bias = b.op("unsqueeze", node.tensor(2), axes=[0]) if node.has(2) else 0.0
@@ -74,10 +89,31 @@ def gemm(b: Builder, node: OnnxNode) -> Any:
 
 @import_rule("matmul", ONNX, "MatMul")
 def matmul(b: Builder, node: OnnxNode) -> Any:
-    if node.rank(0) < 2 or node.rank(1) < 2:
-        raise node.fail("MatMul of a 1-D operand is not supported")
-    rank = max(node.rank(0), node.rank(1))
-    return b.op("matmul", align(b, node.tensor(0), rank), align(b, node.tensor(1), rank))
+    a, c = node.tensor(0), node.tensor(1)
+    vector_a, vector_c = node.rank(0) == 1, node.rank(1) == 1  # numpy's rule: a row and a column, dropped after
+    a = b.op("unsqueeze", a, axes=[0]) if vector_a else a
+    c = b.op("unsqueeze", c, axes=[1]) if vector_c else c
+    product = _batched_matmul(b, a, c)
+    rank = b.rank(product)
+    dropped = ([rank - 2] if vector_a else []) + ([rank - 1] if vector_c else [])
+    return b.op("squeeze", product, axes=dropped) if dropped else product
+
+
+def _batched_matmul(b: Builder, a: Any, c: Any) -> Any:
+    """A product whose operands' batch axes are equal, as every consumer runs it: [..., k] @ [k, n] through a 2-D
+    product; otherwise each operand tiled to the broadcast batch extents (the Khronos executor does not broadcast
+    them)."""
+    ra, rc = b.rank(a), b.rank(c)
+    if ra > 2 and rc == 2:
+        flat = b.op("matmul", b.op("reshape", a, shape=[-1, b.shape(a)[-1]]), c)
+        # -1 for the leading extent: the batch stays free when the module is traced with symbolic shapes
+        return b.op("reshape", flat, shape=[-1] + list(b.shape(a)[1:-1]) + [b.shape(c)[-1]])
+    rank = max(ra, rc)
+    a, c = align(b, a, rank), align(b, c, rank)
+    batch = [max(x, y) for x, y in zip(b.shape(a)[:-2], b.shape(c)[:-2])]
+    a, c = (x if list(b.shape(x)[:-2]) == batch else
+            b.op("tile", x, repeats=[n // e for n, e in zip(batch, b.shape(x)[:-2])] + [1, 1]) for x in (a, c))
+    return b.op("matmul", a, c)
 
 
 def _softmax(op: str) -> Any:
@@ -92,16 +128,34 @@ import_rule("softmax", ONNX, "Softmax")(_softmax("softmax"))
 import_rule("log_softmax", ONNX, "LogSoftmax")(_softmax("log_softmax"))
 
 
+def _ceil_padding(node: OnnxNode, w: dict[str, list[Any]], border: str) -> list[tuple[int, int]]:
+    """The padding that makes the floor rule give ceil_mode's extents: extra items at the end of each axis, where a
+    last window starts inside the input or its front padding (torch's and onnxruntime's rule)."""
+    padding = []
+    for i, k, s, d, (p0, p1) in zip(node.shape(0)[2:], w["kernel"], w["stride"], w["dilation"], w["padding"]):
+        span = (k - 1) * d + 1
+        count = -(-(i + p0 + p1 - span) // s) + 1
+        if (count - 1) * s >= i + p0:
+            count -= 1
+        extra = max((count - 1) * s + span - (i + p0 + p1), 0)
+        if extra and border == "constant":
+            raise node.fail("ceil_mode 1 with count_include_pad 1 is not supported (the divisor of a last, "
+                            "partial window leaves out the padding that ceil_mode adds)")
+        padding.append((p0, p1 + extra))
+    return padding
+
+
 def _pool(op: str) -> Any:
     def rule(b: Builder, node: OnnxNode) -> Any:
         spatial = node.rank(0) - 2
         w = _window(node, spatial)
-        node.only("ceil_mode", (0,), 0)
         border = "ignore"
         if op == "max_pool":
             node.only("storage_order", (0,), 0)
         else:
             border = "constant" if node.only("count_include_pad", (0, 1), 0) else "ignore"
+        if node.only("ceil_mode", (0, 1), 0):
+            w["padding"] = _ceil_padding(node, w, border)
         if node.outputs > 1:
             raise node.fail("the Indices output of MaxPool is not supported")
         return b.op(op, node.tensor(0), size=[1, 1] + w["kernel"], border=border,

@@ -1,5 +1,5 @@
 """Tensor ONNX operators: constants and shapes (known while converting), reshaping, joining and splitting,
-indexing, padding, reductions and casts. Known arrays are folded with numpy; the rest are NNEF operations."""
+indexing, padding and casts. Known arrays are folded with numpy; the rest are NNEF operations."""
 from __future__ import annotations
 
 import math
@@ -149,17 +149,28 @@ def slice_(b: Builder, node: OnnxNode) -> Any:
     starts, ends = node.ints(1, "starts"), node.ints(2, "ends")
     axes = node.ints(3, "axes") if node.has(3) else list(range(len(starts)))
     steps = node.ints(4, "steps") if node.has(4) else [1] * len(starts)
-    if any(step <= 0 for step in steps):
-        raise node.fail(f"steps {steps}: only positive steps are supported")
+    if 0 in steps:
+        raise node.fail(f"steps {steps}: a step of 0 is not allowed")
     axes = [node.axis(a, len(extents), "axes") for a in axes]
-    begin = [min(max(s + extents[a] if s < 0 else s, 0), extents[a]) for s, a in zip(starts, axes)]
-    end = [min(max(e + extents[a] if e < 0 else e, 0), extents[a]) for e, a in zip(ends, axes)]
+    # the spec's clamping: [0, n] for positive steps, starts to [0, n - 1] and ends to [-1, n - 1] for negative ones
+    backwards = [int(t < 0) for t in steps]
+    begin = [min(max(s + extents[a] if s < 0 else s, 0), extents[a] - k) for s, a, k in zip(starts, axes, backwards)]
+    end = [min(max(e + extents[a] if e < 0 else e, -k), extents[a] - k) for e, a, k in zip(ends, axes, backwards)]
     if node.known(0):
         index = [slice(None)] * len(extents)
         for a, s, e, t in zip(axes, begin, end, steps):
-            index[a] = slice(s, e, t)
+            index[a] = slice(s, e if e >= 0 else None, t)
         return node.const(0)[tuple(index)]
-    return b.op("slice", node.tensor(0), axes=axes, begin=begin, end=end, stride=steps)
+    x = node.tensor(0)
+    if all(t > 0 for t in steps):
+        return b.op("slice", x, axes=axes, begin=begin, end=end, stride=steps)
+    for a, s, e, t in zip(axes, begin, end, steps):  # a negative step: a gather of the indices it reads
+        picked = np.arange(s, e, t, dtype=np.int64)
+        if picked.size == 0:
+            raise node.fail(f"the slice of axis {a} is empty (NNEF has no empty tensors)")
+        x = b.op("gather", x, node.as_tensor(picked) if picked.size > 1 else
+                 b.op("constant", shape=[1], value=[int(picked[0])], generic="integer", out_shape=(1,)), axis=a)
+    return x
 
 
 @import_rule("gather", ONNX, "Gather")
@@ -206,22 +217,3 @@ def pad(b: Builder, node: OnnxNode) -> Any:
     value = float(node.const(2, "constant_value").reshape(-1)[0]) if node.has(2) else 0.0
     border = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}[mode]
     return b.op("pad", node.tensor(0), padding=padding, border=border, value=value)
-
-
-def _reduce(op: str) -> Any:
-    def rule(b: Builder, node: OnnxNode) -> Any:
-        rank = node.rank(0)
-        axes = _axes(node, rank)
-        if axes is None or not axes:
-            if node.attr("noop_with_empty_axes", 0):
-                return b.op("copy", node.tensor(0))
-            axes = list(range(rank))
-        result = b.op(op, node.tensor(0), axes=axes)
-        return result if node.attr("keepdims", 1) else b.op("squeeze", result, axes=axes)
-    rule.__name__ = op
-    return rule
-
-
-for _op, _name in (("mean_reduce", "ReduceMean"), ("sum_reduce", "ReduceSum"), ("max_reduce", "ReduceMax"),
-                   ("min_reduce", "ReduceMin")):
-    import_rule(_op, ONNX, _name)(_reduce(_op))
