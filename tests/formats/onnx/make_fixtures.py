@@ -1,7 +1,9 @@
 """Write the ONNX fixtures: small seeded torch modules (an MLP, a CNN with batch norm and pooling, a one-layer
 transformer encoder written out by hand: torch 2.13's legacy exporter fails on nn.TransformerEncoderLayer) exported
 by torch.onnx legacy (dynamo=False) at opsets 13 and 17. Run from the repository root:
-`python tests/formats/onnx/make_fixtures.py`."""
+`python tests/formats/onnx/make_fixtures.py`. The other areas have scripts of their own beside it, each writing a
+folder of fixtures/: make_op_fixtures.py (ops/), make_recurrent_fixtures.py (recurrent/), make_quantized_fixtures.py
+(quantized/), make_sequence_fixtures.py (sequences/) and make_symbolic_fixtures.py (symbolic/)."""
 from __future__ import annotations
 
 import math

@@ -28,3 +28,20 @@ def assert_same_input_gradients(source: Any, loaded: Any, xs: list[torch.Tensor]
     (got * weight).sum().backward()
     for a, b in zip(mine, theirs):
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+
+
+def assert_saved_nnef_runs(path: Path, folder: Path) -> None:
+    """The module loaded from the ONNX file at `path`, saved as NNEF in `folder`, passes the Khronos parser, and
+    the Khronos executor gives onnxruntime's outputs on the same file."""
+    import nnef
+    import onnxruntime as ort
+    from formats.khronos_session import run_khronos
+
+    import nnef_torch
+    xs = inputs_of(path)
+    session = ort.InferenceSession(str(path))
+    expected = session.run(None, {spec.name: x for spec, x in zip(session.get_inputs(), xs)})
+    nnef_torch.save(nnef_torch.load(path), folder, tuple(torch.from_numpy(x) for x in xs))
+    nnef.load_graph(str(folder))
+    for got, want in zip(run_khronos(folder, xs), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -183,7 +183,7 @@ def _resampled(b: Builder, node: OnnxNode, x: Any, axis: int, taps: list[tuple[n
 def _native(b: Builder, node: OnnxNode, x: Any, factors: list[float], mode: str, coordinates: str,
             rounding: str) -> Any:
     """NNEF's own up-sampling where it computes the same thing as Resize (integer factors on the spatial axes
-    only), else None."""
+    only) and consumers run it, else None (Resize is then written with gathers)."""
     rank = len(factors)
     if not 3 <= rank <= 5 or factors[0] != 1 or factors[1] != 1 or any(f < 1 or f != int(f) for f in factors):
         return None
@@ -193,10 +193,10 @@ def _native(b: Builder, node: OnnxNode, x: Any, factors: list[float], mode: str,
     spatial = b.shape(x)[2:]
     if mode != "linear" or (coordinates == "pytorch_half_pixel" and any(n * f == 1 for n, f in zip(spatial, factor))):
         return None
-    method = {"align_corners": "aligned", "half_pixel": "symmetric", "pytorch_half_pixel": "symmetric",
-              "asymmetric": "asymmetric"}.get(coordinates)
-    return None if method is None else b.op("multilinear_upsample", x, factor=factor, method=method,
-                                            border="replicate")
+    method = {"half_pixel": "symmetric", "pytorch_half_pixel": "symmetric", "asymmetric": "asymmetric"}.get(coordinates)
+    if method is None or rank != 4 or any(f != 2 for f in factor):
+        return None  # the forms the Khronos executor computes (factor 2, two spatial axes, not 'aligned')
+    return b.op("multilinear_upsample", x, factor=factor, method=method, border="replicate")
 
 
 def _resize_targets(node: OnnxNode, shape: tuple[int, ...]) -> tuple[list[int], list[float]]:
