@@ -129,7 +129,8 @@ FAMILIES = {"elementwise": "element-wise arithmetic, math and activations", "nn"
             "normalization": "normalizations", "recurrent": "recurrent layers (unrolled)",
             "quantized": "quantization (fake quantizers and graph.quant)", "tensor": "shapes, joining and slicing",
             "reductions": "reductions", "indexing": "indexing and resampling", "rearrangement": "rearranging",
-            "control": "control flow (resolved while reading)", "sequences": "sequences (resolved while reading)"}
+            "control": "control flow (resolved while reading)", "sequences": "sequences (resolved while reading)",
+            "einsum": "Einsum (matrix products, sums and transposes)", "scatter": "scattering and gathering by index"}
 
 
 def summary_markdown(format: str) -> str:

@@ -99,8 +99,8 @@ FACETS: dict[str, tuple[str, ...]] = {
     "import:lightnet": tuple(_LIGHTNET + "rules." + family for family in ("detection", "nn", "tensor")) + (
         _LIGHTNET + "rules",),  # the package records the optypes it refuses
     "import:onnx": tuple("nnef_torch.formats.onnx.rules." + family for family in (
-        "control", "elementwise", "indexing", "nn", "normalization", "quantized", "rearrangement", "recurrent",
-        "reductions", "refused", "sequences", "tensor")),
+        "control", "einsum", "elementwise", "indexing", "nn", "normalization", "quantized", "rearrangement",
+        "recurrent", "reductions", "refused", "scatter", "sequences", "tensor")),
     "write:lightnet": (_LIGHTNET + "write_rules", _LIGHTNET + "write_rules_tensor"),
     "dialect:tract_core": (_TRACT + "lowering", _TRACT + "ops", _TRACT + "scan", _TRACT + "by_value"),
     "dialect:tract_transformers": ("nnef_torch.formats.tract_transformers.ops",),

@@ -222,3 +222,38 @@ def test_matmul_of_vectors(tmp_path, left, right):
     other = np.random.RandomState(8).randn(*right).astype(np.float32)
     x = np.random.RandomState(9).randn(*left).astype(np.float32)
     check(tmp_path, one_node("MatMul", list(left), initializers=[("w", other)], extra_inputs=["w"]), x)
+
+
+def test_cast_like_and_shrink_and_hardmax(tmp_path):
+    like = np.zeros(1, np.int64)
+    check(tmp_path, one_node("CastLike", list(X.shape), initializers=[("like", like)], extra_inputs=["like"]),
+          X * 3)
+    check(tmp_path, one_node("Shrink", list(X.shape), attrs={"lambd": 0.4, "bias": 0.1}), X)
+    check(tmp_path, one_node("Hardmax", list(X.shape), attrs={"axis": 1}), X)
+
+
+def test_mod_takes_the_dividends_sign(tmp_path):
+    divisor = np.array([1.5, -0.7, 2.0, -2.5, 0.9], np.float32)
+    check(tmp_path, one_node("Mod", list(X.shape), attrs={"fmod": 1}, initializers=[("d", divisor)],
+                             extra_inputs=["d"]), X * 4)
+
+
+def test_reduce_log_sum(tmp_path):
+    model = one_node("ReduceLogSum", list(X.shape), attrs={"keepdims": 0}, initializers=[("axes", np.array([2]))],
+                     extra_inputs=["axes"])
+    check(tmp_path, model, np.abs(X) + 0.1)
+
+
+def test_mean_variance_normalization(tmp_path):
+    check(tmp_path, one_node("MeanVarianceNormalization", list(X.shape), attrs={"axes": [0, 2, 3]}), X)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_one_hot_of_the_input(tmp_path, axis):
+    indices = helper.make_tensor_value_info("x", TensorProto.INT64, [2, 3])
+    node = helper.make_node("OneHot", ["x", "depth", "values"], ["y0"], axis=axis)
+    graph = helper.make_graph([node], "g", [indices], [helper.make_tensor_value_info("y0", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array(4), "depth"),
+                               numpy_helper.from_array(np.array([-1.0, 2.0], np.float32), "values")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    check(tmp_path, model, np.array([[0, 3, -1], [2, 1, -4]], np.int64))

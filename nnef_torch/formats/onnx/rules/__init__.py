@@ -1,6 +1,7 @@
 """Import rules of ONNX operators (default domain), registered in the op table's `onnx` facet."""
 from nnef_torch.formats.onnx.rules import (  # noqa: F401
     control,
+    einsum,
     elementwise,
     indexing,
     nn,
@@ -10,6 +11,7 @@ from nnef_torch.formats.onnx.rules import (  # noqa: F401
     recurrent,
     reductions,
     refused,
+    scatter,
     sequences,
     tensor,
 )

@@ -2,8 +2,9 @@
 from static shapes) becomes its chosen branch, converted inline, and one whose condition is computed from the
 inputs computes both branches and selects each output (their shapes must agree); a Loop whose trip count is known
 becomes its body converted once per iteration, the loop-carried values threaded from one copy to the next and the
-scan outputs stacked on a new first axis. Bodies read the enclosing graph's names (their value table starts as a
-copy of the outer one); their initializers are arrays known while converting.
+scan outputs stacked on a new first axis; a Scan is unrolled the same way over its static scan length. Bodies
+read the enclosing graph's names (their value table starts as a copy of the outer one); their initializers are
+arrays known while converting.
 
 A trip count or loop condition computed from the graph's inputs is refused: NNEF has no control flow, and tract's
 scan, the one loop its dialects write, is not written for ONNX loops."""
@@ -152,3 +153,73 @@ def loop(b: Builder, node: OnnxNode) -> Any:
     results = carried + [_stacked(b, node, items) for items in scanned]
     return tuple(results) if len(results) > 1 else results[0]
 
+
+
+def _slice_at(b: Builder, node: OnnxNode, value: Any, axis: int, index: int) -> Any:
+    """Item `index` of `value` along `axis`, the axis dropped: one scan input's slice for one iteration."""
+    if isinstance(value, np.ndarray):
+        return np.take(value, index, axis=axis)
+    part = b.op("slice", node.as_tensor(value), axes=[axis], begin=[index], end=[index + 1])
+    return b.op("squeeze", part, axes=[axis])
+
+
+def _moved(b: Builder, value: Any, axis: int) -> Any:
+    """A stacked scan output with its first axis moved to `axis`."""
+    if not axis:
+        return value
+    if isinstance(value, np.ndarray):
+        return np.moveaxis(value, 0, axis)
+    rank = b.rank(value)
+    order = list(range(1, rank))
+    order.insert(axis, 0)
+    return b.op("transpose", value, axes=order)
+
+
+@import_rule("copy", ONNX, "Scan")
+def scan(b: Builder, node: OnnxNode) -> Any:
+    """Scan (opset 9+) unrolled over its static scan length: the body converted once per slice of the scan inputs
+    (taken along scan_input_axes, from the end where the direction is 1), the states threaded from one copy to the
+    next, each scan output stacked along its scan_output_axes item (prepended where its direction is 1)."""
+    body = node.attr("body")
+    inputs = int(node.attr("num_scan_inputs", 0))
+    states = len(node.inputs) - inputs
+    outputs = node.outputs - states
+    if inputs < 1 or states < 0 or outputs < 0 or len(body.output) != node.outputs:
+        raise node.fail(f"{inputs} scan input(s) and {len(node.inputs)} inputs, {node.outputs} outputs and a body "
+                        f"with {len(body.output)} outputs do not fit together")
+    in_axes = list(node.attr("scan_input_axes", [0] * inputs))
+    in_directions = list(node.attr("scan_input_directions", [0] * inputs))
+    out_axes = list(node.attr("scan_output_axes", [0] * outputs))
+    out_directions = list(node.attr("scan_output_directions", [0] * outputs))
+    if (len(in_axes), len(in_directions), len(out_axes), len(out_directions)) != (inputs, inputs, outputs, outputs):
+        raise node.fail("scan_input_axes/directions and scan_output_axes/directions do not match the inputs and "
+                        "outputs")
+    if any(d not in (0, 1) for d in in_directions + out_directions):
+        raise node.fail("scan directions must be 0 (forward) or 1 (reverse)")
+    scanned = [node.raw(states + i) for i in range(inputs)]
+    ranks = [node.rank(states + i) for i in range(inputs)]
+    in_axes = [node.axis(a, r, "scan_input_axes") for a, r in zip(in_axes, ranks)]
+    lengths = {node.shape(states + i)[a] for i, a in enumerate(in_axes)}
+    if len(lengths) != 1:
+        raise node.fail(f"the scan inputs have different lengths {sorted(lengths)} along their scan axes")
+    length = lengths.pop()
+    if length > MAX_UNROLL:
+        raise node.fail(f"the scan length is {length}: nnef_torch unrolls at most {MAX_UNROLL} iterations")
+    if outputs and not length:
+        raise node.fail("the scan length is 0, and its scan outputs would be empty (NNEF has no empty tensors)")
+    carried = [node.raw(i) for i in range(states)]
+    items: list[list[Any]] = [[] for _ in range(outputs)]
+    for step in range(length):
+        bound = [_slice_at(b, node, value, axis, length - 1 - step if reverse else step)
+                 for value, axis, reverse in zip(scanned, in_axes, in_directions)]
+        results = _body(b, node, body, carried + bound, f"body (iteration {step})")
+        carried = results[:states]
+        for collected, value in zip(items, results[states:]):
+            collected.append(value)
+    stacked = []
+    for collected, axis, reverse in zip(items, out_axes, out_directions):
+        whole = _stacked(b, node, collected[::-1] if reverse else collected)
+        rank = whole.ndim if isinstance(whole, np.ndarray) else b.rank(whole)
+        stacked.append(_moved(b, whole, node.axis(axis, rank, "scan_output_axes")))
+    results = carried + stacked
+    return tuple(results) if len(results) > 1 else results[0]

@@ -175,6 +175,25 @@ def is_nan(b: Builder, node: OnnxNode) -> Any:
     return b.op("ne", x, x)
 
 
+FLOAT32_MAX = 3.4028234663852886e38  # past it, a float32 is infinite: no inf literal in the NNEF text
+
+
+@import_rule("gt", ONNX, "IsInf")
+def is_inf(b: Builder, node: OnnxNode) -> Any:
+    """x > max float32 (positive infinity), x < -max float32 (negative), |x| > max float32 (either)."""
+    positive, negative = bool(node.attr("detect_positive", 1)), bool(node.attr("detect_negative", 1))
+    x = node.tensor(0)
+    if b.dtype(x) != "scalar":
+        raise node.fail("IsInf of an integer tensor is not supported")
+    if positive and negative:
+        return b.op("gt", b.op("abs", x), FLOAT32_MAX)
+    if positive:
+        return b.op("gt", x, FLOAT32_MAX)
+    if negative:
+        return b.op("lt", x, -FLOAT32_MAX)
+    return b.op("lt", b.op("abs", x), -1.0)  # neither: false everywhere (NaN included)
+
+
 def _n_ary(op: str, mean: bool) -> Callable[[Builder, OnnxNode], Any]:
     def rule(b: Builder, node: OnnxNode) -> Any:
         total = _binary("add")(b, node)
@@ -188,3 +207,30 @@ def _n_ary(op: str, mean: bool) -> Callable[[Builder, OnnxNode], Any]:
 
 import_rule("add", ONNX, "Sum")(_n_ary("sum", mean=False))
 import_rule("div", ONNX, "Mean")(_n_ary("mean", mean=True))
+
+
+@import_rule("select", ONNX, "Shrink")
+def shrink(b: Builder, node: OnnxNode) -> Any:
+    """x + bias below -lambd, x - bias above lambd, 0 between."""
+    x = node.tensor(0)
+    lambd, bias = float(node.attr("lambd", 0.5)), float(node.attr("bias", 0.0))
+    upper = b.op("select", b.op("gt", x, lambd), b.op("sub", x, bias), 0.0)
+    return b.op("select", b.op("lt", x, -lambd), b.op("add", x, bias), upper)
+
+
+@import_rule("sub", ONNX, "Mod")
+def mod(b: Builder, node: OnnxNode) -> Any:
+    """fmod 1: the remainder with the dividend's sign (C's fmod), x - y trunc(x / y); fmod 0 (integers only, as
+    the operator says before opset 28): with the divisor's sign, folded when both inputs are known."""
+    truncated = bool(node.only("fmod", (0, 1), 0))
+    if node.known(0) and node.known(1):
+        x, y = node.const(0), node.const(1)
+        return np.fmod(x, y) if truncated else np.mod(x, y)
+    x, y = broadcast_pair(b, node.tensor(0), node.tensor(1))
+    if b.dtype(x) != "scalar":
+        raise node.fail("Mod of integer tensors computed from the inputs is not supported (NNEF divides scalars)")
+    if not truncated:
+        raise node.fail("fmod 0 on floating-point tensors is invalid before opset 28 (set fmod 1)")
+    ratio = b.op("div", x, y)
+    whole = b.op("mul", b.op("sign", ratio), b.op("floor", b.op("abs", ratio)))
+    return b.op("sub", x, b.op("mul", y, whole))

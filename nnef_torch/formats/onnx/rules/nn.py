@@ -1,8 +1,10 @@
-"""Neural-network ONNX operators: Conv, ConvTranspose, Gemm, MatMul, Softmax, LogSoftmax, pooling,
-BatchNormalization (inference; its running statistics are module state), LayerNormalization, Dropout."""
+"""Neural-network ONNX operators: Conv, ConvTranspose, Gemm, MatMul, Softmax, LogSoftmax, pooling (LpPool as a sum
+pool of |x|^p), BatchNormalization (inference; its running statistics are module state), LayerNormalization, Dropout."""
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from nnef_torch.formats.nnvm.rules.common import align
 from nnef_torch.formats.onnx.node import OnnxNode
@@ -177,6 +179,69 @@ def global_average_pool(b: Builder, node: OnnxNode) -> Any:
 @import_rule("max_reduce", ONNX, "GlobalMaxPool")
 def global_max_pool(b: Builder, node: OnnxNode) -> Any:
     return b.op("max_reduce", node.tensor(0), axes=list(range(2, node.rank(0))))
+
+
+def _powered(b: Builder, node: OnnxNode, p: int) -> Any:
+    """|x|^p of the input, the summand of an Lp pool."""
+    if p < 1:
+        raise node.fail(f"p {p} is not supported (p >= 1)")
+    x = node.tensor(0)
+    return b.op("abs", x) if p == 1 else b.op("sqr", x) if p == 2 else b.op("pow", b.op("abs", x), float(p))
+
+
+def _root(b: Builder, total: Any, p: int) -> Any:
+    """total^(1/p), the Lp norm from the sum of |x|^p."""
+    return total if p == 1 else b.op("sqrt", total) if p == 2 else b.op("pow", total, 1.0 / p)
+
+
+@import_rule("box", ONNX, "LpPool")
+def lp_pool(b: Builder, node: OnnxNode) -> Any:
+    """(sum over the window of |x|^p)^(1/p): `box` (a sum pool; padding adds zeros) of |x|^p."""
+    spatial = node.rank(0) - 2
+    w = _window(node, spatial)
+    p = int(node.attr("p", 2))
+    if node.only("ceil_mode", (0, 1), 0):
+        w["padding"] = _ceil_padding(node, w, "ignore")  # the extra items are zeros, which add nothing to the sum
+    total = b.op("box", _powered(b, node, p), size=[1, 1] + w["kernel"], border="constant",
+                 padding=[(0, 0), (0, 0)] + w["padding"], stride=[1, 1] + w["stride"],
+                 dilation=[1, 1] + w["dilation"])
+    return _root(b, total, p)
+
+
+@import_rule("sum_reduce", ONNX, "GlobalLpPool")
+def global_lp_pool(b: Builder, node: OnnxNode) -> Any:
+    p = int(node.attr("p", 2))
+    return _root(b, b.op("sum_reduce", _powered(b, node, p), axes=list(range(2, node.rank(0)))), p)
+
+
+@import_rule("avg_roi_align", ONNX, "RoiAlign")
+def roi_align(b: Builder, node: OnnxNode) -> Any:
+    """NNEF's avg_roi_align with the 'symmetric' resampling: sample (i + 0.5) * extent / count - 0.5 past the
+    region's start is ONNX's half_pixel sample, and the mean of sampling_ratio² bilinear samples per cell is the
+    average pool of the resampled region. Regions are (x1, y1, x2, y2) in ONNX and (y1, x1, y2, x2) in NNEF.
+    Samples more than one item outside the input read zeros in ONNX and the nearest edge here."""
+    node.only("mode", ("avg",), "avg")  # onnxruntime's 'max' takes the largest weighted corner, not a sample
+    node.only("coordinate_transformation_mode", ("half_pixel",),
+              "half_pixel" if node.opset >= 16 else "output_half_pixel")
+    size = [int(node.attr("output_height", 1)), int(node.attr("output_width", 1))]
+    ratio = int(node.attr("sampling_ratio", 0))
+    if ratio <= 0:
+        raise node.fail("sampling_ratio 0 (adaptive: computed from each region's extent) is not supported")
+    scale = float(node.attr("spatial_scale", 1.0))
+    if node.rank(0) != 4 or node.shape(1)[1:] != (4,):
+        raise node.fail("needs a rank-4 input and regions of shape [R, 4]")
+    if node.known(1):
+        rois: Any = node.as_tensor((node.const(1)[:, [1, 0, 3, 2]] * scale).astype(np.float32))
+    else:
+        order = b.op("constant", shape=[4], value=[1, 0, 3, 2], generic="integer", out_shape=(4,))
+        rois = b.op("gather", node.tensor(1), order, axis=1)
+        rois = b.op("mul", rois, scale) if scale != 1.0 else rois
+    index = node.const(2).astype(np.int64) if node.known(2) else None
+    batch = node.as_tensor(index) if index is not None and index.size > 1 else (
+        b.op("constant", shape=[1], value=[int(index[0])], generic="integer", out_shape=(1,)) if index is not None
+        else node.tensor(2))
+    return b.op("avg_roi_align", node.tensor(0), rois, batch, output_size=size, sampling_rate=[ratio, ratio],
+                resize_method="symmetric")
 
 
 @import_rule("batch_normalization", ONNX, "BatchNormalization")

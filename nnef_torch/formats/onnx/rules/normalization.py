@@ -54,3 +54,13 @@ def local_response_normalization(b: Builder, node: OnnxNode) -> Any:
     return b.op("local_response_normalization", node.tensor(0), size=[1, size] + [1] * (rank - 2),
                 alpha=float(node.attr("alpha", 1e-4)), beta=float(node.attr("beta", 0.75)),
                 bias=float(node.attr("bias", 1.0)))
+
+
+@import_rule("moments", ONNX, "MeanVarianceNormalization")
+def mean_variance_normalization(b: Builder, node: OnnxNode) -> Any:
+    """(x - mean) / (sqrt(variance) + 1e-9) over `axes` (default 0, 2, 3), as the operator's function body."""
+    rank = node.rank(0)
+    axes = sorted(node.axis(int(a), rank, "axes") for a in node.attr("axes", [0, 2, 3]))
+    x = node.tensor(0)
+    mean, variance = b.op("moments", x, axes=axes)
+    return b.op("div", b.op("sub", x, mean), b.op("add", b.op("sqrt", variance), 1e-9))

@@ -106,3 +106,74 @@ def eye_like(b: Builder, node: OnnxNode) -> Any:
     kind = helper.tensor_dtype_to_np_dtype(dtype) if dtype else (
         node.const(0).dtype if node.known(0) else np.float32)
     return np.eye(shape[0], shape[1], int(node.attr("k", 0)), dtype=kind)
+
+
+@import_rule("select", ONNX, "OneHot")
+def one_hot(b: Builder, node: OnnxNode) -> Any:
+    """values[1] where the index equals the position along the new `axis` (negative indices count from depth),
+    values[0] elsewhere; depth and values known while converting."""
+    depth = int(node.const(1, "depth").reshape(-1)[0])
+    values = node.const(2, "values").reshape(-1)
+    if depth <= 0 or values.size != 2:
+        raise node.fail(f"depth {depth} must be positive and values hold two items (got {values.size})")
+    shape = node.shape(0)
+    axis = node.axis(int(node.attr("axis", -1)), len(shape) + 1)
+    view = [1] * (len(shape) + 1)
+    view[axis] = depth
+    positions = np.arange(depth, dtype=np.int64).reshape(view)
+    if node.known(0):
+        indices = np.expand_dims(node.const(0).astype(np.int64), axis)
+        indices = np.where(indices < 0, indices + depth, indices)
+        return np.where(indices == positions, values[1], values[0])
+    if depth > 1 << 24:
+        raise node.fail(f"depth {depth} is past 2^24, where NNEF's scalar comparison of indices stops being exact")
+    indices = b.op("unsqueeze", node.tensor(0), axes=[axis])
+    if b.dtype(indices) != "scalar":  # NNEF compares scalars: exact for indices below 2^24
+        indices = b.op("cast", indices, generic="scalar")
+    wrapped = b.op("select", b.op("lt", indices, 0.0), b.op("add", indices, float(depth)), indices)
+    on, off = (v.item() if values.dtype.kind != "f" else float(v) for v in values[::-1])
+    return b.op("select", b.op("eq", wrapped, node.as_tensor(positions.astype(np.float32))), on, off)
+
+
+@import_rule("gather", ONNX, "ReverseSequence")
+def reverse_sequence(b: Builder, node: OnnxNode) -> Any:
+    """The first sequence_lens[i] items of batch item i reversed along time_axis: a `gather` from the flattened
+    input at a known table of positions (the table reversed the same way in numpy)."""
+    shape = node.shape(0)
+    rank = len(shape)
+    batch_axis = node.axis(int(node.attr("batch_axis", 1)), rank, "batch_axis")
+    time_axis = node.axis(int(node.attr("time_axis", 0)), rank, "time_axis")
+    if rank < 2 or {batch_axis, time_axis} != {0, 1}:
+        raise node.fail(f"batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1 (in either order)")
+    lengths = node.const(1, "sequence_lens").astype(np.int64).reshape(-1)
+    if lengths.size != shape[batch_axis] or lengths.min() < 0 or lengths.max() > shape[time_axis]:
+        raise node.fail(f"sequence_lens {lengths.tolist()} must hold {shape[batch_axis]} lengths in "
+                        f"0..{shape[time_axis]}")
+    table = np.moveaxis(np.arange(math.prod(shape), dtype=np.int64).reshape(shape), (batch_axis, time_axis), (0, 1))
+    for item, length in enumerate(lengths):
+        table[item, :length] = table[item, :length][::-1].copy()
+    table = np.moveaxis(table, (0, 1), (batch_axis, time_axis))
+    if node.known(0):
+        return node.const(0).reshape(-1)[table]
+    flat = b.op("reshape", node.tensor(0), shape=[math.prod(shape)])
+    return b.op("gather", flat, node.as_tensor(table), axis=0)
+
+
+def _window_function(name: str, terms: tuple[float, ...]) -> Any:
+    """A window sum_k (-1)^k terms[k] cos(2 pi k n / N), N = size (periodic) or size - 1, known while converting."""
+    def rule(b: Builder, node: OnnxNode) -> Any:
+        from onnx import helper  # lazy: onnx is an optional extra, checked by reading
+        size = int(node.const(0, "size").reshape(-1)[0])
+        periodic = bool(node.only("periodic", (0, 1), 1))
+        kind = helper.tensor_dtype_to_np_dtype(int(node.attr("output_datatype", 1)))
+        if size < 2:
+            raise node.fail(f"size {size} is not supported (at least 2)")
+        phase = 2 * np.pi * np.arange(size) / (size if periodic else size - 1)
+        return sum((-1) ** k * a * np.cos(k * phase) for k, a in enumerate(terms)).astype(kind)
+    rule.__name__ = name
+    return rule
+
+
+import_rule("constant", ONNX, "HannWindow")(_window_function("hann_window", (0.5, 0.5)))
+import_rule("constant", ONNX, "HammingWindow")(_window_function("hamming_window", (25 / 46, 21 / 46)))
+import_rule("constant", ONNX, "BlackmanWindow")(_window_function("blackman_window", (0.42, 0.5, 0.08)))

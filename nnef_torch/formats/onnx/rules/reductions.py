@@ -68,6 +68,8 @@ def _reduce_with(op: str) -> Any:
         elif op in ("l2", "sum_square"):
             result = b.op("sum_reduce", b.op("sqr", x), axes=axes)
             result = b.op("sqrt", result) if op == "l2" else result
+        elif op == "log_sum":
+            result = b.op("log", b.op("sum_reduce", x, axes=axes))
         else:  # log_sum_exp, shifted by the maximum for stability
             top = b.op("max_reduce", x, axes=axes)
             result = b.op("add", b.op("log", b.op("sum_reduce", b.op("exp", b.op("sub", x, top)), axes=axes)), top)
@@ -80,3 +82,16 @@ import_rule("sum_reduce", ONNX, "ReduceL1")(_reduce_with("l1"))
 import_rule("sum_reduce", ONNX, "ReduceL2")(_reduce_with("l2"))
 import_rule("sum_reduce", ONNX, "ReduceSumSquare")(_reduce_with("sum_square"))
 import_rule("sum_reduce", ONNX, "ReduceLogSumExp")(_reduce_with("log_sum_exp"))
+import_rule("sum_reduce", ONNX, "ReduceLogSum")(_reduce_with("log_sum"))
+
+
+@import_rule("argmax_reduce", ONNX, "Hardmax")
+def hardmax(b: Builder, node: OnnxNode) -> Any:
+    """1.0 at the first maximum along `axis`, 0.0 elsewhere: argmax compared with the positions along the axis."""
+    shape = node.shape(0)
+    axis = node.axis(int(node.attr("axis", -1)), len(shape))
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    positions = node.as_tensor(np.arange(shape[axis], dtype=np.float32).reshape(view))
+    first = b.op("cast", b.op("argmax_reduce", node.tensor(0), axes=[axis]), generic="scalar")  # NNEF compares scalars
+    return b.op("select", b.op("eq", first, positions), 1.0, 0.0)

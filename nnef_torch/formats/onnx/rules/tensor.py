@@ -53,6 +53,20 @@ def cast(b: Builder, node: OnnxNode) -> Any:
     return b.op("copy", x) if b.dtype(x) == target else b.op("cast", x, generic=target)
 
 
+@import_rule("cast", ONNX, "CastLike")
+def cast_like(b: Builder, node: OnnxNode) -> Any:
+    node.only("saturate", (1,), 1)
+    if node.known(1):
+        dtype = node.const(1).dtype
+        if node.known(0):
+            return node.const(0).astype(dtype)
+        target = "logical" if dtype.kind == "b" else "scalar" if dtype.kind == "f" else "integer"
+    else:
+        target = b.dtype(node.raw(1))
+    x = node.tensor(0)
+    return b.op("copy", x) if b.dtype(x) == target else b.op("cast", x, generic=target)
+
+
 def _reshaped(b: Builder, node: OnnxNode, shape: list[int]) -> Any:
     return node.const(0).reshape(shape) if node.known(0) else b.op("reshape", node.tensor(0), shape=shape)
 
