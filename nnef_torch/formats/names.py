@@ -7,6 +7,12 @@ import re
 from nnef_torch.format.labels import label_problem
 
 
+def label_base(name: str) -> str:
+    """`name` as it is if a label can hold it, else with every character a label cannot hold replaced by '_'."""
+    return name if label_problem(name) is None else \
+        "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_" for c in name)
+
+
 class Labels:
     """The NNEF label of each parameter: its name, with the characters labels cannot hold (anything but ASCII
     letters, digits and _ - . /) replaced by '_', made unique ignoring case with a suffix. The module keeps such a
@@ -20,8 +26,7 @@ class Labels:
     def label(self, name: str) -> str:
         if name in self.by_name:
             return self.by_name[name]
-        base = name if label_problem(name) is None else \
-            "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_" for c in name)
+        base = label_base(name)
         label, n = base, self._counters.get(base.lower(), 0)
         while label.lower() in self._taken or label_problem(label) is not None:
             n += 1

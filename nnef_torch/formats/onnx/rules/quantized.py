@@ -41,7 +41,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from nnef_torch.format.quant_file import QuantSpec
-from nnef_torch.formats.names import label_problem
+from nnef_torch.formats.names import label_base, label_problem
 from nnef_torch.formats.onnx.node import OnnxNode
 from nnef_torch.formats.onnx.rules import nn
 from nnef_torch.ir.builder import Builder
@@ -227,7 +227,7 @@ def _first(axis: int, rank: int) -> list[int]:
 
 def _label(b: Builder, name: str) -> str:
     """A label made from `name` (as `formats.names.Labels` makes them) that no variable has yet."""
-    base = "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_" for c in name)
+    base = label_base(name)
     taken = {variable.label.lower() for variable in b.variables}
     label, count = base, 0
     while label.lower() in taken or label_problem(label) is not None:
