@@ -71,13 +71,7 @@ def convert_model(model: Any, opset: int, file: str, input_shapes: Mapping[str, 
 
     graph = model.graph
     table = import_rules(FORMAT)
-    refused = import_refusals(FORMAT)
-    unknown = [where(node, i) + (f": {refused[node.op_type]}" if node.op_type in refused else "")
-               for i, node in enumerate(graph.node)
-               if node.domain not in ("", "ai.onnx") or node.op_type not in table]
-    if unknown:
-        raise ForeignFormatError(f"{len(unknown)} node(s) use operators nnef_torch does not read:\n  " +
-                                 "\n  ".join(unknown[:100]), Location(file=file))
+    check_operators(graph.node, table, file)
     check_model(model, file)
     given = dict(input_shapes or {})
     initializers = {tensor.name: tensor for tensor in graph.initializer}
@@ -148,6 +142,17 @@ def _state(graph: Any, labels: Labels, paths: Mapping[str, str]) -> frozenset[st
                      if paths.get(name, name) in labels.by_name)
 
 
+def check_operators(nodes: Any, table: Mapping[str, Any], file: str, scope: str = "") -> None:
+    """Every node's operator has an import rule; else one error listing each node that has none (with the reason
+    for a refused operator), before anything is converted."""
+    refused = import_refusals(FORMAT)
+    unknown = [scope + where(node, i) + (f": {refused[node.op_type]}" if node.op_type in refused else "")
+               for i, node in enumerate(nodes) if node.domain not in ("", "ai.onnx") or node.op_type not in table]
+    if unknown:
+        raise ForeignFormatError(f"{len(unknown)} node(s) use operators nnef_torch does not read:\n  " +
+                                 "\n  ".join(unknown[:100]), Location(file=file))
+
+
 def convert_nodes(nodes: Any, values: dict[str, Any], builder: Builder, file: str, opset: int,
                   table: Mapping[str, Any], scope: str = "") -> None:
     """Convert `nodes` (NodeProtos in order) with their import rules, reading inputs from and writing outputs into
@@ -155,11 +160,7 @@ def convert_nodes(nodes: Any, values: dict[str, Any], builder: Builder, file: st
     (with the outer names in their table) go through here; `scope` prefixes the node places in messages."""
     import onnx  # lazy: onnx is an optional extra, checked by reading
 
-    unknown = [scope + where(node, i) for i, node in enumerate(nodes)
-               if node.domain not in ("", "ai.onnx") or node.op_type not in table]
-    if unknown:
-        raise ForeignFormatError(f"{len(unknown)} node(s) use operators nnef_torch does not read:\n  " +
-                                 "\n  ".join(unknown[:100]), Location(file=file))
+    check_operators(nodes, table, file, scope)
     for index, proto in enumerate(nodes):
         place = scope + where(proto, index)
         missing = [name for name in proto.input if name not in values]
